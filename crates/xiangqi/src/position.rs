@@ -1,0 +1,728 @@
+//! [`Setup`] (unvalidated) and [`Position`] (validated): placement, side to move, clocks,
+//! Zobrist key; legal move generation, check detection, make and unmake.
+
+use std::fmt;
+
+use crate::error::{IllegalMoveReason, PlayError, PositionError};
+use crate::moves::{Move, MoveList};
+use crate::tables::{
+    ADVISOR_MOVES, BlockedSteps, ELEPHANT_MOVES, GENERAL_MOVES, HORSE_ATTACKS, HORSE_MOVES, NORTH,
+    RAYS, SOLDIER_MOVES, SOUTH, Steps, ZOBRIST_BLACK, ZOBRIST_PIECES, advisor_point, elephant_point,
+    soldier_point,
+};
+use crate::types::{ByColor, Color, Piece, PieceKind, Square};
+
+/// A board as 90 points, indexed by [`Square::index`].
+pub type Board = [Option<Piece>; 90];
+
+/// An unvalidated position: what a FEN says, before any rule is checked.
+///
+/// Turn it into a [`Position`] with [`Position::from_setup`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Setup {
+    /// Pieces by square index (`rank * 9 + file`).
+    pub board: Board,
+    /// Side to move.
+    pub turn: Color,
+    /// Plies since the last capture (the FEN halfmove field).
+    pub halfmove_clock: u32,
+    /// The FEN fullmove number, starting at 1 and incremented after each Black move.
+    pub fullmove_number: u32,
+}
+
+impl Setup {
+    /// An empty board, Red to move, clocks at their start values.
+    pub fn empty() -> Setup {
+        Setup { board: [None; 90], turn: Color::Red, halfmove_clock: 0, fullmove_number: 1 }
+    }
+}
+
+/// How strictly [`Position::from_setup`] checks a setup.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Validation {
+    /// Every check: piece counts, each piece on a point it can reach in a game, generals not
+    /// facing, the side not to move not in check.
+    #[default]
+    Strict,
+    /// For composed problems: elephants and soldiers may stand on any point, and advisors on any
+    /// point of their palace, even where a game could never bring them. Piece counts, one general
+    /// per side inside its palace, facing generals and the side not to move being in check are
+    /// still refused, because the rules are not defined for such positions.
+    Lenient,
+}
+
+/// A legal position: placement, side to move, clocks and Zobrist key. Fields are private; the
+/// only way in is [`Position::from_setup`] (or FEN parsing, which goes through it).
+///
+/// Repetition and game end are judged by [`crate::Game`], which owns the history.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Position {
+    board: Board,
+    occupied: ByColor<u128>,
+    generals: ByColor<Square>,
+    turn: Color,
+    halfmove_clock: u32,
+    fullmove_number: u32,
+    key: u64,
+}
+
+/// What [`Position::play_unchecked`] returns so that [`Position::undo`] can restore the position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Undo {
+    /// The move that was played.
+    pub mv: Move,
+    /// The captured piece, if any.
+    pub captured: Option<Piece>,
+    halfmove_clock: u32,
+}
+
+/// The start position in FEN.
+pub const START_FEN: &str = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1";
+
+#[inline]
+const fn bit(s: usize) -> u128 {
+    1u128 << s
+}
+
+const fn build_lines() -> [u128; 90] {
+    let mut out = [0u128; 90];
+    let mut g = 0;
+    while g < 90 {
+        let mut s = 0;
+        while s < 90 {
+            if s % 9 == g % 9 || s / 9 == g / 9 {
+                out[g] |= 1u128 << s;
+            }
+            s += 1;
+        }
+        g += 1;
+    }
+    out
+}
+
+const fn build_diagonal_neighbours() -> [u128; 90] {
+    let mut out = [0u128; 90];
+    let mut g = 0;
+    while g < 90 {
+        let (f, r) = ((g % 9) as i32, (g / 9) as i32);
+        let d = [(1, 1), (1, -1), (-1, 1), (-1, -1)];
+        let mut k = 0;
+        while k < 4 {
+            let (x, y) = (f + d[k].0, r + d[k].1);
+            if x >= 0 && x < 9 && y >= 0 && y < 10 {
+                out[g] |= 1u128 << (y * 9 + x);
+            }
+            k += 1;
+        }
+        g += 1;
+    }
+    out
+}
+
+/// Points on the same file or rank as a square (the square included).
+static LINES: [u128; 90] = build_lines();
+/// Points diagonally adjacent to a square: the only places a horse's leg can be when it attacks it.
+static DIAGONAL_NEIGHBOURS: [u128; 90] = build_diagonal_neighbours();
+
+/// Whether `s` is attacked by a piece of `by` on `board`, counting an opposing general on the
+/// same open file (the "flying general") as an attack. Only pieces that could attack a general
+/// are considered: chariot, cannon, horse, soldier and the facing general. Elephants and advisors
+/// never leave their own half, so they cannot reach a general.
+#[inline]
+fn general_attacked(board: &Board, s: usize, by: Color) -> bool {
+    // Soldiers: from in front (seen from the defender) and, once across the river, from the sides.
+    let soldier = Some(Piece::new(by, PieceKind::Soldier));
+    let (front, crossed) = match by {
+        Color::Red => (s.checked_sub(9), s >= 45),
+        Color::Black => (if s + 9 < 90 { Some(s + 9) } else { None }, s < 45),
+    };
+    if let Some(f) = front {
+        if board[f] == soldier {
+            return true;
+        }
+    }
+    if crossed {
+        let file = s % 9;
+        if (file > 0 && board[s - 1] == soldier) || (file < 8 && board[s + 1] == soldier) {
+            return true;
+        }
+    }
+    // Horses, through an empty leg.
+    let horse = Some(Piece::new(by, PieceKind::Horse));
+    let ha: &BlockedSteps = &HORSE_ATTACKS[s];
+    for k in 0..ha.len as usize {
+        if board[ha.to[k] as usize] == horse && board[ha.block[k] as usize].is_none() {
+            return true;
+        }
+    }
+    // Lines: chariot or facing general as the first piece, cannon as the second.
+    let chariot = Some(Piece::new(by, PieceKind::Chariot));
+    let cannon = Some(Piece::new(by, PieceKind::Cannon));
+    let general = Some(Piece::new(by, PieceKind::General));
+    for (d, ray) in RAYS[s].iter().enumerate() {
+        let mut screened = false;
+        for &t in ray.squares() {
+            let p = board[t as usize];
+            if p.is_none() {
+                continue;
+            }
+            if screened {
+                if p == cannon {
+                    return true;
+                }
+                break;
+            }
+            if p == chariot || (p == general && (d == NORTH || d == SOUTH)) {
+                return true;
+            }
+            screened = true;
+        }
+    }
+    false
+}
+
+impl Position {
+    /// The start position, Red to move.
+    pub fn new() -> Position {
+        Position::start()
+    }
+
+    /// The start position, Red to move.
+    pub fn start() -> Position {
+        let mut setup = Setup::empty();
+        let back = [
+            PieceKind::Chariot,
+            PieceKind::Horse,
+            PieceKind::Elephant,
+            PieceKind::Advisor,
+            PieceKind::General,
+            PieceKind::Advisor,
+            PieceKind::Elephant,
+            PieceKind::Horse,
+            PieceKind::Chariot,
+        ];
+        for (f, &kind) in back.iter().enumerate() {
+            setup.board[f] = Some(Piece::new(Color::Red, kind));
+            setup.board[81 + f] = Some(Piece::new(Color::Black, kind));
+        }
+        for f in [1usize, 7] {
+            setup.board[2 * 9 + f] = Some(Piece::new(Color::Red, PieceKind::Cannon));
+            setup.board[7 * 9 + f] = Some(Piece::new(Color::Black, PieceKind::Cannon));
+        }
+        for f in [0usize, 2, 4, 6, 8] {
+            setup.board[3 * 9 + f] = Some(Piece::new(Color::Red, PieceKind::Soldier));
+            setup.board[6 * 9 + f] = Some(Piece::new(Color::Black, PieceKind::Soldier));
+        }
+        Position::from_valid_setup(&setup)
+    }
+
+    /// Builds a position from a setup whose general squares are known to exist.
+    fn from_valid_setup(setup: &Setup) -> Position {
+        let mut occupied = ByColor { red: 0u128, black: 0u128 };
+        let mut generals = ByColor { red: Square::from_index(0), black: Square::from_index(0) };
+        let mut key = 0u64;
+        for (i, p) in setup.board.iter().enumerate() {
+            if let Some(p) = p {
+                occupied[p.color] |= bit(i);
+                key ^= ZOBRIST_PIECES[p.index()][i];
+                if p.kind == PieceKind::General {
+                    generals[p.color] = Square::from_index(i);
+                }
+            }
+        }
+        if setup.turn == Color::Black {
+            key ^= ZOBRIST_BLACK;
+        }
+        Position {
+            board: setup.board,
+            occupied,
+            generals,
+            turn: setup.turn,
+            halfmove_clock: setup.halfmove_clock,
+            fullmove_number: setup.fullmove_number.max(1),
+            key,
+        }
+    }
+
+    /// Validates a setup.
+    ///
+    /// # Errors
+    /// A [`PositionError`] naming the first rule the setup breaks: a missing or second general,
+    /// a general or advisor outside its palace, an elephant or soldier (strict mode: also an
+    /// advisor) on a point it can never reach, more pieces of a kind than the set has, generals
+    /// facing each other, or the side not to move in check.
+    pub fn from_setup(setup: &Setup, validation: Validation) -> Result<Position, PositionError> {
+        let strict = validation == Validation::Strict;
+        let mut counts = [[0u8; PieceKind::COUNT]; 2];
+        for (i, p) in setup.board.iter().enumerate() {
+            let Some(p) = *p else { continue };
+            let sq = Square::from_index(i);
+            let c = p.color.index();
+            counts[c][p.kind.index()] += 1;
+            let ok = match p.kind {
+                PieceKind::General => sq.in_palace(p.color),
+                PieceKind::Advisor => {
+                    sq.in_palace(p.color) && (!strict || advisor_point(i as u8, c))
+                }
+                PieceKind::Elephant => !strict || elephant_point(i as u8, c),
+                PieceKind::Soldier => !strict || soldier_point(i as u8, c),
+                _ => true,
+            };
+            if !ok {
+                return Err(match p.kind {
+                    PieceKind::General | PieceKind::Advisor if !sq.in_palace(p.color) => {
+                        PositionError::OutsidePalace { piece: p, square: sq }
+                    }
+                    _ => PositionError::UnreachablePoint { piece: p, square: sq },
+                });
+            }
+        }
+        for color in Color::ALL {
+            for kind in PieceKind::ALL {
+                let n = counts[color.index()][kind.index()];
+                if kind == PieceKind::General && n == 0 {
+                    return Err(PositionError::MissingGeneral(color));
+                }
+                if n > kind.max_count() {
+                    return Err(PositionError::TooManyPieces {
+                        piece: Piece::new(color, kind),
+                        count: n,
+                    });
+                }
+            }
+        }
+        let pos = Position::from_valid_setup(setup);
+        let (rg, bg) = (pos.generals.red, pos.generals.black);
+        if rg.file() == bg.file()
+            && RAYS[rg.index()][NORTH]
+                .squares()
+                .iter()
+                .take_while(|&&s| s as usize != bg.index())
+                .all(|&s| pos.board[s as usize].is_none())
+        {
+            return Err(PositionError::GeneralsFacing);
+        }
+        let them = setup.turn.other();
+        if general_attacked(&pos.board, pos.generals[them].index(), setup.turn) {
+            return Err(PositionError::OpponentInCheck(them));
+        }
+        Ok(pos)
+    }
+
+    /// The unvalidated view of this position.
+    pub fn to_setup(&self) -> Setup {
+        Setup {
+            board: self.board,
+            turn: self.turn,
+            halfmove_clock: self.halfmove_clock,
+            fullmove_number: self.fullmove_number,
+        }
+    }
+
+    /// The piece on `sq`, if any.
+    #[inline]
+    pub fn piece_at(&self, sq: Square) -> Option<Piece> {
+        self.board[sq.index()]
+    }
+
+    /// The whole board, indexed by [`Square::index`].
+    #[inline]
+    pub fn board(&self) -> &Board {
+        &self.board
+    }
+
+    /// Side to move.
+    #[inline]
+    pub fn turn(&self) -> Color {
+        self.turn
+    }
+
+    /// Plies since the last capture.
+    #[inline]
+    pub fn halfmove_clock(&self) -> u32 {
+        self.halfmove_clock
+    }
+
+    /// The FEN fullmove number (1 at the start, incremented after each Black move).
+    #[inline]
+    pub fn fullmove_number(&self) -> u32 {
+        self.fullmove_number
+    }
+
+    /// Plies played since the start of the game as the FEN counts them:
+    /// `2 · (fullmove − 1)`, plus 1 when Black is to move.
+    #[inline]
+    pub fn ply(&self) -> u32 {
+        2 * (self.fullmove_number - 1) + u32::from(self.turn == Color::Black)
+    }
+
+    /// Zobrist key of placement and side to move (clocks excluded), updated incrementally.
+    #[inline]
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// The key recomputed from scratch; equal to [`Position::key`] (a test invariant).
+    pub fn compute_key(&self) -> u64 {
+        Position::from_valid_setup(&self.to_setup()).key
+    }
+
+    /// The square of `color`'s general.
+    #[inline]
+    pub fn general(&self, color: Color) -> Square {
+        self.generals[color]
+    }
+
+    /// Bit set (bit `i` = square index `i`) of the points occupied by `color`.
+    #[inline]
+    pub fn occupied_by(&self, color: Color) -> u128 {
+        self.occupied[color]
+    }
+
+    /// Whether the side to move is in check.
+    #[inline]
+    pub fn is_check(&self) -> bool {
+        general_attacked(&self.board, self.generals[self.turn].index(), self.turn.other())
+    }
+
+    /// Whether `color`'s general is attacked (by a piece, or by the facing general).
+    pub fn general_attacked(&self, color: Color) -> bool {
+        general_attacked(&self.board, self.generals[color].index(), color.other())
+    }
+
+    /// Whether neither side has a chariot, horse, cannon or soldier, so that neither can ever
+    /// mate: a draw by insufficient material.
+    pub fn insufficient_material(&self) -> bool {
+        !self.board.iter().flatten().any(|p| {
+            matches!(
+                p.kind,
+                PieceKind::Chariot | PieceKind::Horse | PieceKind::Cannon | PieceKind::Soldier
+            )
+        })
+    }
+
+    /// Calls `f` for every pseudo-legal move of the piece of `color` on `from` (geometry and
+    /// blocking only; the own general may be left attacked).
+    #[inline]
+    fn piece_moves(&self, from: usize, piece: Piece, f: &mut impl FnMut(usize, usize)) {
+        let color = piece.color;
+        let c = color.index();
+        let own = |p: Option<Piece>| matches!(p, Some(q) if q.color == color);
+        let steps = |table: &Steps, f: &mut dyn FnMut(usize, usize)| {
+            for &t in table.squares() {
+                if !own(self.board[t as usize]) {
+                    f(from, t as usize);
+                }
+            }
+        };
+        match piece.kind {
+            PieceKind::General => steps(&GENERAL_MOVES[c][from], f),
+            PieceKind::Advisor => steps(&ADVISOR_MOVES[c][from], f),
+            PieceKind::Soldier => steps(&SOLDIER_MOVES[c][from], f),
+            PieceKind::Elephant | PieceKind::Horse => {
+                let table = if piece.kind == PieceKind::Horse {
+                    &HORSE_MOVES[from]
+                } else {
+                    &ELEPHANT_MOVES[c][from]
+                };
+                for k in 0..table.len as usize {
+                    let t = table.to[k] as usize;
+                    if self.board[table.block[k] as usize].is_none() && !own(self.board[t]) {
+                        f(from, t);
+                    }
+                }
+            }
+            PieceKind::Chariot => {
+                for ray in &RAYS[from] {
+                    for &t in ray.squares() {
+                        match self.board[t as usize] {
+                            None => f(from, t as usize),
+                            Some(p) => {
+                                if p.color != color {
+                                    f(from, t as usize);
+                                }
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            PieceKind::Cannon => {
+                for ray in &RAYS[from] {
+                    let mut screened = false;
+                    for &t in ray.squares() {
+                        match self.board[t as usize] {
+                            None if !screened => f(from, t as usize),
+                            None => {}
+                            Some(_) if !screened => screened = true,
+                            Some(p) => {
+                                if p.color != color {
+                                    f(from, t as usize);
+                                }
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls `f` for every legal move of `color` (whether or not `color` is to move).
+    ///
+    /// A pseudo-legal move is tested by playing it on a scratch board only when it could change
+    /// the safety of the own general: when the side is in check, when the general moves, when
+    /// the piece leaves or enters the general's file or rank (line attacks and cannon screens),
+    /// or when it leaves a point diagonally next to the general (a horse's leg). Any other move
+    /// leaves every attack on the general as it was.
+    #[inline]
+    fn for_each_legal(&self, color: Color, mut f: impl FnMut(Move)) {
+        let g = self.generals[color].index();
+        let them = color.other();
+        let in_check = general_attacked(&self.board, g, them);
+        let lines = LINES[g];
+        let risky_from = lines | DIAGONAL_NEIGHBOURS[g];
+        let mut scratch = self.board;
+        let mut pieces = self.occupied[color];
+        while pieces != 0 {
+            let from = pieces.trailing_zeros() as usize;
+            pieces &= pieces - 1;
+            let Some(piece) = self.board[from] else { continue };
+            let is_general = piece.kind == PieceKind::General;
+            let from_risky = in_check || is_general || risky_from & bit(from) != 0;
+            self.piece_moves(from, piece, &mut |from, to| {
+                if from_risky || lines & bit(to) != 0 {
+                    let captured = scratch[to];
+                    scratch[to] = scratch[from];
+                    scratch[from] = None;
+                    let king = if is_general { to } else { g };
+                    let attacked = general_attacked(&scratch, king, them);
+                    scratch[from] = scratch[to];
+                    scratch[to] = captured;
+                    if attacked {
+                        return;
+                    }
+                }
+                f(Move::new(Square::from_index(from), Square::from_index(to)));
+            });
+        }
+    }
+
+    /// The legal moves of the side to move.
+    pub fn legal_moves(&self) -> MoveList {
+        let mut list = MoveList::new();
+        self.legal_moves_into(&mut list);
+        list
+    }
+
+    /// Writes the legal moves of the side to move into `list` (cleared first). Never allocates.
+    pub fn legal_moves_into(&self, list: &mut MoveList) {
+        list.clear();
+        // Cannot overflow: see `MAX_MOVES` for the worst case, which validation guarantees.
+        self.for_each_legal(self.turn, |m| list.push(m));
+    }
+
+    /// Writes the legal moves that `color` would have if it were to move (used to judge chases,
+    /// where the side that just moved is not the side to move).
+    pub fn legal_moves_for(&self, color: Color, list: &mut MoveList) {
+        list.clear();
+        self.for_each_legal(color, |m| list.push(m));
+    }
+
+    /// Number of legal moves of the side to move (faster than collecting them).
+    pub fn count_legal_moves(&self) -> usize {
+        let mut n = 0;
+        self.for_each_legal(self.turn, |_| n += 1);
+        n
+    }
+
+    /// Whether the side to move has at least one legal move.
+    pub fn has_legal_move(&self) -> bool {
+        // Cheap enough: generation is not allocation-bound.
+        self.count_legal_moves() > 0
+    }
+
+    /// Whether `m` is legal for `color` here, `color` being the owner of the piece on its origin.
+    fn is_legal_for(&self, color: Color, m: Move) -> Result<(), IllegalMoveReason> {
+        let (from, to) = (m.from().index(), m.to().index());
+        let piece = match self.board[from] {
+            None => return Err(IllegalMoveReason::NoPiece),
+            Some(p) if p.color != color => return Err(IllegalMoveReason::NotYourPiece),
+            Some(p) => p,
+        };
+        if matches!(self.board[to], Some(p) if p.color == color) {
+            return Err(IllegalMoveReason::OwnPieceOnTarget);
+        }
+        let mut geometric = false;
+        self.piece_moves(from, piece, &mut |_, t| geometric |= t == to);
+        if !geometric {
+            return Err(IllegalMoveReason::NotAPieceMove(piece.kind));
+        }
+        let mut scratch = self.board;
+        scratch[to] = scratch[from];
+        scratch[from] = None;
+        let king = if piece.kind == PieceKind::General { to } else { self.generals[color].index() };
+        if general_attacked(&scratch, king, color.other()) {
+            let g = if piece.kind == PieceKind::General { Square::from_index(to) } else { self.generals[color] };
+            let facing = |b: &Board| {
+                let other = self.generals[color.other()];
+                g.file() == other.file() && {
+                    let (lo, hi) = if g < other { (g, other) } else { (other, g) };
+                    RAYS[lo.index()][NORTH]
+                        .squares()
+                        .iter()
+                        .take_while(|&&s| s as usize != hi.index())
+                        .all(|&s| b[s as usize].is_none())
+                }
+            };
+            return Err(if facing(&scratch) {
+                IllegalMoveReason::GeneralsFacing
+            } else {
+                IllegalMoveReason::GeneralAttacked
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether `m` is legal for the side to move. Equal to `legal_moves().contains(&m)`.
+    pub fn is_legal(&self, m: Move) -> bool {
+        self.is_legal_for(self.turn, m).is_ok()
+    }
+
+    /// Why `m` is not legal for the side to move, or `Ok(())` if it is.
+    ///
+    /// # Errors
+    /// An [`IllegalMoveReason`]: no piece or an enemy piece on the origin, an own piece on the
+    /// target, a step the piece cannot make, or a move that leaves the own general attacked or
+    /// facing the other general.
+    pub fn check_legal(&self, m: Move) -> Result<(), IllegalMoveReason> {
+        self.is_legal_for(self.turn, m)
+    }
+
+    /// Whether `color` could legally play `m` in this placement, ignoring whose turn it is.
+    pub fn is_legal_by(&self, color: Color, m: Move) -> bool {
+        self.is_legal_for(color, m).is_ok()
+    }
+
+    /// Plays `m` after checking that it is legal.
+    ///
+    /// # Errors
+    /// A [`PlayError`] naming the move and why it is illegal; the position is unchanged.
+    pub fn play(&mut self, m: Move) -> Result<Undo, PlayError> {
+        self.check_legal(m).map_err(|reason| PlayError { mv: m, reason })?;
+        Ok(self.play_unchecked(m))
+    }
+
+    /// Plays `m` without checking it, returning what [`Position::undo`] needs.
+    ///
+    /// # Panics
+    /// May panic, or leave a position that breaks the invariants, if `m` is not legal. Use it
+    /// only with moves from [`Position::legal_moves`] of this position.
+    #[inline]
+    pub fn play_unchecked(&mut self, m: Move) -> Undo {
+        let (from, to) = (m.from().index(), m.to().index());
+        let piece = self.board[from].expect("play_unchecked: no piece on the origin");
+        let captured = self.board[to];
+        let us = piece.color;
+        let undo = Undo { mv: m, captured, halfmove_clock: self.halfmove_clock };
+        self.board[to] = Some(piece);
+        self.board[from] = None;
+        self.occupied[us] ^= bit(from) | bit(to);
+        self.key ^= ZOBRIST_PIECES[piece.index()][from] ^ ZOBRIST_PIECES[piece.index()][to];
+        if let Some(c) = captured {
+            self.occupied[c.color] ^= bit(to);
+            self.key ^= ZOBRIST_PIECES[c.index()][to];
+            self.halfmove_clock = 0;
+        } else {
+            self.halfmove_clock += 1;
+        }
+        if piece.kind == PieceKind::General {
+            self.generals[us] = Square::from_index(to);
+        }
+        if self.turn == Color::Black {
+            self.fullmove_number += 1;
+        }
+        self.turn = self.turn.other();
+        self.key ^= ZOBRIST_BLACK;
+        undo
+    }
+
+    /// Takes back the move that produced `undo`.
+    ///
+    /// # Panics
+    /// May panic if `undo` does not come from the last [`Position::play_unchecked`] on `self`.
+    #[inline]
+    pub fn undo(&mut self, undo: Undo) {
+        let (from, to) = (undo.mv.from().index(), undo.mv.to().index());
+        let piece = self.board[to].expect("undo: no piece on the target");
+        self.turn = self.turn.other();
+        self.key ^= ZOBRIST_BLACK;
+        if self.turn == Color::Black {
+            self.fullmove_number -= 1;
+        }
+        self.board[from] = Some(piece);
+        self.board[to] = undo.captured;
+        self.occupied[piece.color] ^= bit(from) | bit(to);
+        self.key ^= ZOBRIST_PIECES[piece.index()][from] ^ ZOBRIST_PIECES[piece.index()][to];
+        if let Some(c) = undo.captured {
+            self.occupied[c.color] ^= bit(to);
+            self.key ^= ZOBRIST_PIECES[c.index()][to];
+        }
+        if piece.kind == PieceKind::General {
+            self.generals[piece.color] = Square::from_index(from);
+        }
+        self.halfmove_clock = undo.halfmove_clock;
+    }
+
+    /// Whether `m` (assumed legal) captures.
+    #[inline]
+    pub fn is_capture(&self, m: Move) -> bool {
+        self.board[m.to().index()].is_some()
+    }
+
+    /// Whether `m` (assumed legal) leaves the opponent's general attacked.
+    pub fn gives_check(&self, m: Move) -> bool {
+        let mut next = *self;
+        next.play_unchecked(m);
+        next.is_check()
+    }
+
+    /// The left–right mirror of this position (file f ↔ 8 − f), with the same side to move and
+    /// clocks. The mirror of a legal position is legal and has the mirrored legal moves.
+    #[must_use]
+    pub fn mirror(&self) -> Position {
+        let mut setup = self.to_setup();
+        for s in Square::all() {
+            setup.board[s.mirror().index()] = self.board[s.index()];
+        }
+        Position::from_valid_setup(&setup)
+    }
+}
+
+impl Default for Position {
+    fn default() -> Position {
+        Position::start()
+    }
+}
+
+impl fmt::Debug for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Position({})", crate::fen::write_fen(&self.to_setup()))
+    }
+}
+
+impl fmt::Display for Position {
+    /// A text diagram, rank 9 at the top, followed by the FEN.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for r in (0..10).rev() {
+            write!(f, "{r} ")?;
+            for file in 0..9 {
+                let c = self.board[r * 9 + file].map_or('.', |p| p.fen_char());
+                write!(f, " {c}")?;
+            }
+            writeln!(f)?;
+        }
+        writeln!(f, "   a b c d e f g h i")?;
+        write!(f, "{}", crate::fen::write_fen(&self.to_setup()))
+    }
+}
