@@ -1,1 +1,45 @@
-fn main() {}
+//! `xqz`: the command-line tool of xiangqi-zero.
+//!
+//! The only place that reads arguments and the environment, chooses paths, sets up logging and
+//! seeds random generators. Each subcommand lives in its own module with a `run` function.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod outcome;
+mod perft;
+
+/// Train and play neural xiangqi engines by self-play.
+#[derive(Parser)]
+#[command(name = "xqz", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Count the leaves of the legal move tree (move generator check and speed test).
+    Perft(perft::Args),
+    /// Play moves from a position and print the verdict of the rules: `RESULT REASON`.
+    Outcome(outcome::Args),
+}
+
+/// Exit status for bad input (an illegal move, a malformed FEN, ...).
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Perft(args) => perft::run(&args),
+        Command::Outcome(args) => outcome::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
