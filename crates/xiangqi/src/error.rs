@@ -92,7 +92,13 @@ pub enum FenError {
     Parse(#[from] ParseFenError),
     /// It parses, but the position breaks a rule.
     #[error("invalid FEN, field 1 (placement): {0}")]
-    Position(#[from] PositionError),
+    Position(PositionError),
+}
+
+impl From<PositionError> for FenError {
+    fn from(e: PositionError) -> FenError {
+        FenError::Position(e)
+    }
 }
 
 /// Why a move is not legal in a position.
