@@ -44,7 +44,10 @@ pub fn parse_setup(fen: &str) -> Result<Setup, ParseFenError> {
         for c in text.chars() {
             if let Some(d) = c.to_digit(10) {
                 if d == 0 {
-                    return Err(err(FenField::Placement, format!("rank {rank}: '0' is not a run of empty points")));
+                    return Err(err(
+                        FenField::Placement,
+                        format!("rank {rank}: '0' is not a run of empty points"),
+                    ));
                 }
                 file += d as usize;
             } else if let Some(p) = Piece::from_fen_char(c) {
@@ -53,14 +56,23 @@ pub fn parse_setup(fen: &str) -> Result<Setup, ParseFenError> {
                 }
                 file += 1;
             } else {
-                return Err(err(FenField::Placement, format!("rank {rank}: unknown piece letter {}", show(c))));
+                return Err(err(
+                    FenField::Placement,
+                    format!("rank {rank}: unknown piece letter {}", show(c)),
+                ));
             }
             if file > 9 {
-                return Err(err(FenField::Placement, format!("rank {rank} has more than 9 points")));
+                return Err(err(
+                    FenField::Placement,
+                    format!("rank {rank} has more than 9 points"),
+                ));
             }
         }
         if file != 9 {
-            return Err(err(FenField::Placement, format!("rank {rank} has {file} points, expected 9")));
+            return Err(err(
+                FenField::Placement,
+                format!("rank {rank} has {file} points, expected 9"),
+            ));
         }
     }
     setup.turn = match fields.next() {
@@ -68,7 +80,13 @@ pub fn parse_setup(fen: &str) -> Result<Setup, ParseFenError> {
         Some("w" | "r" | "W" | "R") => Color::Red,
         Some("b" | "B") => Color::Black,
         Some(other) => {
-            return Err(err(FenField::Turn, format!("expected 'w' or 'b', found '{}'", other.chars().take(16).collect::<String>())));
+            return Err(err(
+                FenField::Turn,
+                format!(
+                    "expected 'w' or 'b', found '{}'",
+                    other.chars().take(16).collect::<String>()
+                ),
+            ));
         }
     };
     for field in [FenField::Castling, FenField::EnPassant] {
@@ -76,17 +94,24 @@ pub fn parse_setup(fen: &str) -> Result<Setup, ParseFenError> {
             None => return Ok(setup),
             Some("-") => {}
             Some(other) => {
-                return Err(err(field, format!("expected '-', found '{}'", other.chars().take(16).collect::<String>())));
+                return Err(err(
+                    field,
+                    format!("expected '-', found '{}'", other.chars().take(16).collect::<String>()),
+                ));
             }
         }
     }
     for field in [FenField::HalfmoveClock, FenField::FullmoveNumber] {
         let Some(text) = fields.next() else { return Ok(setup) };
-        let value: u32 = text
-            .parse()
-            .ok()
-            .filter(|&v| v <= MAX_COUNTER)
-            .ok_or_else(|| err(field, format!("expected a number from 0 to {MAX_COUNTER}, found '{}'", text.chars().take(16).collect::<String>())))?;
+        let value: u32 = text.parse().ok().filter(|&v| v <= MAX_COUNTER).ok_or_else(|| {
+            err(
+                field,
+                format!(
+                    "expected a number from 0 to {MAX_COUNTER}, found '{}'",
+                    text.chars().take(16).collect::<String>()
+                ),
+            )
+        })?;
         match field {
             FenField::HalfmoveClock => setup.halfmove_clock = value,
             _ => setup.fullmove_number = value.max(1),
@@ -95,7 +120,10 @@ pub fn parse_setup(fen: &str) -> Result<Setup, ParseFenError> {
     if let Some(extra) = fields.next() {
         return Err(err(
             FenField::FullmoveNumber,
-            format!("unexpected text after the last field: '{}'", extra.chars().take(16).collect::<String>()),
+            format!(
+                "unexpected text after the last field: '{}'",
+                extra.chars().take(16).collect::<String>()
+            ),
         ));
     }
     Ok(setup)
@@ -141,7 +169,7 @@ impl Position {
     /// ```
     /// use xiangqi::Position;
     /// let pos = Position::from_fen("4k4/9/9/9/9/9/9/9/4A4/3K5 w - - 0 1").unwrap();
-    /// assert_eq!(pos.legal_moves().len(), 6);
+    /// assert_eq!(pos.legal_moves().len(), 5); // general d1, e0; advisor d2, f2, f0
     /// assert!(Position::from_fen("4k4/9/9/9/9/9/9/9/9/4K4 w - - 0 1").is_err()); // facing
     /// ```
     pub fn from_fen(fen: &str) -> Result<Position, FenError> {

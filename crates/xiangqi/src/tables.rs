@@ -100,7 +100,8 @@ const fn build_horse_moves() -> [BlockedSteps; 90] {
                 // Two outward diagonal continuations of the orthogonal step.
                 let mut side = -1;
                 while side <= 1 {
-                    let (tf, tr) = if df == 0 { (lf + side, lr + dr) } else { (lf + df, lr + side) };
+                    let (tf, tr) =
+                        if df == 0 { (lf + side, lr + dr) } else { (lf + df, lr + side) };
                     if on_board(tf, tr) {
                         let e = &mut out[s];
                         e.block[e.len as usize] = sq(lf, lr);
@@ -315,12 +316,12 @@ mod tests {
 
     #[test]
     fn horse_attack_table_is_the_inverse_of_horse_moves() {
-        for from in 0..90usize {
-            let m = &HORSE_MOVES[from];
+        for (from, m) in HORSE_MOVES.iter().enumerate() {
             for k in 0..m.len as usize {
                 let (leg, to) = (m.block[k], m.to[k] as usize);
                 let a = &HORSE_ATTACKS[to];
-                let found = (0..a.len as usize).any(|j| a.to[j] as usize == from && a.block[j] == leg);
+                let found =
+                    (0..a.len as usize).any(|j| a.to[j] as usize == from && a.block[j] == leg);
                 assert!(found, "horse {from} -> {to} via {leg} missing from the attack table");
             }
         }
