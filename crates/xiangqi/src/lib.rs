@@ -22,6 +22,7 @@
 //! assert_eq!(game.position().fen(), "rnbakab1r/9/1c4nc1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR w - - 2 2");
 //! ```
 
+pub mod env;
 mod error;
 pub mod fen;
 mod game;
@@ -31,6 +32,7 @@ mod perft;
 mod position;
 mod tables;
 mod types;
+mod wxf;
 
 pub use error::{
     FenError, FenField, IllegalMoveReason, ParseFenError, ParseMoveError, PlayError, PositionError,
