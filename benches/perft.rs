@@ -8,7 +8,8 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use xiangqi::{Position, perft};
 
-const MIDGAME: &str = "1rbaka2R/5r3/6n2/2p1p1p2/4P1bP1/PpC3Bc1/1nPR2P2/2N2AN2/1c2K1p2/2BAC4 w - - 0 1";
+const MIDGAME: &str =
+    "1rbaka2R/5r3/6n2/2p1p1p2/4P1bP1/PpC3Bc1/1nPR2P2/2N2AN2/1c2K1p2/2BAC4 w - - 0 1";
 
 fn bench_perft(c: &mut Criterion) {
     let mut group = c.benchmark_group("perft");

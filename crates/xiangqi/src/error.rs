@@ -79,6 +79,14 @@ pub enum PositionError {
     /// The two generals face each other on an open file.
     #[error("the generals face each other on an open file")]
     GeneralsFacing,
+    /// A clock beyond [`crate::fen::MAX_COUNTER`].
+    #[error("halfmove clock {halfmove} or fullmove number {fullmove} exceeds 1000000")]
+    CounterOutOfRange {
+        /// The halfmove clock given.
+        halfmove: u32,
+        /// The fullmove number given.
+        fullmove: u32,
+    },
     /// The side that is not to move is in check (it could be captured).
     #[error("{0} is in check but it is not its turn")]
     OpponentInCheck(Color),

@@ -34,19 +34,16 @@ fn parse_square(text: &str, s: &str, base: RankBase) -> Result<Square, ParseMove
         .and_then(File::from_char)
         .ok_or_else(|| ParseMoveError::new(text, "a square must start with a file letter a-i"))?;
     let digits = chars.as_str();
-    let n: u32 = if !digits.is_empty() && digits.len() <= 2 && digits.bytes().all(|b| b.is_ascii_digit()) {
-        digits.parse().unwrap_or(u32::MAX)
-    } else {
-        u32::MAX
-    };
+    let n: u32 =
+        if !digits.is_empty() && digits.len() <= 2 && digits.bytes().all(|b| b.is_ascii_digit()) {
+            digits.parse().unwrap_or(u32::MAX)
+        } else {
+            u32::MAX
+        };
     let off = base.offset();
-    let rank = n
-        .checked_sub(off)
-        .filter(|&r| r < 10)
-        .and_then(|r| Rank::new(r as u8))
-        .ok_or_else(|| {
-            ParseMoveError::new(text, format!("rank '{digits}' is not in {}-{}", off, 9 + off))
-        })?;
+    let rank = n.checked_sub(off).filter(|&r| r < 10).and_then(|r| Rank::new(r as u8)).ok_or_else(
+        || ParseMoveError::new(text, format!("rank '{digits}' is not in {}-{}", off, 9 + off)),
+    )?;
     Ok(Square::from_coords(file, rank))
 }
 
@@ -98,7 +95,8 @@ impl Position {
     /// As [`Position::parse_uci`].
     pub fn parse_uci_with(&self, text: &str, base: RankBase) -> Result<Move, ParseMoveError> {
         let m = Move::from_uci(text, base)?;
-        self.check_legal(m).map_err(|reason| ParseMoveError::new(text, format!("illegal: {reason}")))?;
+        self.check_legal(m)
+            .map_err(|reason| ParseMoveError::new(text, format!("illegal: {reason}")))?;
         Ok(m)
     }
 }

@@ -7,8 +7,8 @@ use crate::error::{IllegalMoveReason, PlayError, PositionError};
 use crate::moves::{Move, MoveList};
 use crate::tables::{
     ADVISOR_MOVES, BlockedSteps, ELEPHANT_MOVES, GENERAL_MOVES, HORSE_ATTACKS, HORSE_MOVES, NORTH,
-    RAYS, SOLDIER_MOVES, SOUTH, Steps, ZOBRIST_BLACK, ZOBRIST_PIECES, advisor_point, elephant_point,
-    soldier_point,
+    RAYS, SOLDIER_MOVES, SOUTH, Steps, ZOBRIST_BLACK, ZOBRIST_PIECES, advisor_point,
+    elephant_point, soldier_point,
 };
 use crate::types::{ByColor, Color, Piece, PieceKind, Square};
 
@@ -250,9 +250,17 @@ impl Position {
     /// A [`PositionError`] naming the first rule the setup breaks: a missing or second general,
     /// a general or advisor outside its palace, an elephant or soldier (strict mode: also an
     /// advisor) on a point it can never reach, more pieces of a kind than the set has, generals
-    /// facing each other, or the side not to move in check.
+    /// facing each other, the side not to move in check, or a clock beyond
+    /// [`crate::fen::MAX_COUNTER`].
     pub fn from_setup(setup: &Setup, validation: Validation) -> Result<Position, PositionError> {
         let strict = validation == Validation::Strict;
+        let max = crate::fen::MAX_COUNTER;
+        if setup.halfmove_clock > max || setup.fullmove_number > max {
+            return Err(PositionError::CounterOutOfRange {
+                halfmove: setup.halfmove_clock,
+                fullmove: setup.fullmove_number,
+            });
+        }
         let mut counts = [[0u8; PieceKind::COUNT]; 2];
         for (i, p) in setup.board.iter().enumerate() {
             let Some(p) = *p else { continue };
@@ -563,7 +571,11 @@ impl Position {
         scratch[from] = None;
         let king = if piece.kind == PieceKind::General { to } else { self.generals[color].index() };
         if general_attacked(&scratch, king, color.other()) {
-            let g = if piece.kind == PieceKind::General { Square::from_index(to) } else { self.generals[color] };
+            let g = if piece.kind == PieceKind::General {
+                Square::from_index(to)
+            } else {
+                self.generals[color]
+            };
             let facing = |b: &Board| {
                 let other = self.generals[color.other()];
                 g.file() == other.file() && {

@@ -20,7 +20,12 @@ fn run_file(name: &str, data: &str) -> usize {
         let pos = Position::from_fen(fen).unwrap_or_else(|e| panic!("{name} line {}: {e}", i + 2));
         let mut game = Game::new(pos, rules);
         for (k, text) in moves.split_ascii_whitespace().enumerate() {
-            assert!(game.outcome().is_none(), "{name} line {}: game over before move {}", i + 2, k + 1);
+            assert!(
+                game.outcome().is_none(),
+                "{name} line {}: game over before move {}",
+                i + 2,
+                k + 1
+            );
             let m = game
                 .position()
                 .parse_uci(text)

@@ -40,7 +40,12 @@ fn shared_perft_rows_match() {
         }
         checked += 1;
     }
-    assert!(failures.is_empty(), "{} of {checked} rows differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} rows differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(checked >= 600, "only {checked} rows checked");
 }
 
