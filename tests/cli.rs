@@ -101,7 +101,13 @@ fn outcome_errors_name_the_move_and_its_index() {
     assert!(stderr(&o).contains("move 2") && stderr(&o).contains("zz99"));
 
     // A move after mate.
-    let o = xqz(&["outcome", "--fen", "3k5/9/9/9/8P/6B2/9/R8/4K4/9 w - - 29 74", "--moves", "a2d2 d9e9"]);
+    let o = xqz(&[
+        "outcome",
+        "--fen",
+        "3k5/9/9/9/8P/6B2/9/R8/4K4/9 w - - 29 74",
+        "--moves",
+        "a2d2 d9e9",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("move 2") && stderr(&o).contains("over"), "{}", stderr(&o));
 }

@@ -7,8 +7,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod config;
 mod outcome;
 mod perft;
+mod selfplay;
 
 /// Train and play neural xiangqi engines by self-play.
 #[derive(Parser)]
@@ -24,6 +26,8 @@ enum Command {
     Perft(perft::Args),
     /// Play moves from a position and print the verdict of the rules: `RESULT REASON`.
     Outcome(outcome::Args),
+    /// Play self-play games and write replay shards and a PGN file.
+    Selfplay(selfplay::Args),
 }
 
 /// Exit status for bad input (an illegal move, a malformed FEN, ...).
@@ -34,6 +38,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Perft(args) => perft::run(&args),
         Command::Outcome(args) => outcome::run(&args),
+        Command::Selfplay(args) => selfplay::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -39,7 +39,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         let m = game.position().parse_uci(text).with_context(|| format!("move {index}"))?;
         match game.play(m) {
             Ok(_) => {}
-            Err(GameError::GameOver(o)) => bail!("move {index} '{text}': the game is already over ({o})"),
+            Err(GameError::GameOver(o)) => {
+                bail!("move {index} '{text}': the game is already over ({o})")
+            }
             Err(e) => bail!("move {index} '{text}': {e}"),
         }
     }

@@ -483,8 +483,10 @@ impl Position {
     /// the piece leaves or enters the general's file or rank (line attacks and cannon screens),
     /// or when it leaves a point diagonally next to the general (a horse's leg). Any other move
     /// leaves every attack on the general as it was.
+    ///
+    /// `f` returns `true` to stop the generation early (after the current piece's moves).
     #[inline]
-    fn for_each_legal(&self, color: Color, mut f: impl FnMut(Move)) {
+    fn for_each_legal(&self, color: Color, mut f: impl FnMut(Move) -> bool) {
         let g = self.generals[color].index();
         let them = color.other();
         let in_check = general_attacked(&self.board, g, them);
@@ -492,13 +494,17 @@ impl Position {
         let risky_from = lines | DIAGONAL_NEIGHBOURS[g];
         let mut scratch = self.board;
         let mut pieces = self.occupied[color];
-        while pieces != 0 {
+        let mut stop = false;
+        while pieces != 0 && !stop {
             let from = pieces.trailing_zeros() as usize;
             pieces &= pieces - 1;
             let Some(piece) = self.board[from] else { continue };
             let is_general = piece.kind == PieceKind::General;
             let from_risky = in_check || is_general || risky_from & bit(from) != 0;
             self.piece_moves(from, piece, &mut |from, to| {
+                if stop {
+                    return;
+                }
                 if from_risky || lines & bit(to) != 0 {
                     let captured = scratch[to];
                     scratch[to] = scratch[from];
@@ -511,7 +517,7 @@ impl Position {
                         return;
                     }
                 }
-                f(Move::new(Square::from_index(from), Square::from_index(to)));
+                stop = f(Move::new(Square::from_index(from), Square::from_index(to)));
             });
         }
     }
@@ -527,27 +533,40 @@ impl Position {
     pub fn legal_moves_into(&self, list: &mut MoveList) {
         list.clear();
         // Cannot overflow: see `MAX_MOVES` for the worst case, which validation guarantees.
-        self.for_each_legal(self.turn, |m| list.push(m));
+        self.for_each_legal(self.turn, |m| {
+            list.push(m);
+            false
+        });
     }
 
     /// Writes the legal moves that `color` would have if it were to move (used to judge chases,
     /// where the side that just moved is not the side to move).
     pub fn legal_moves_for(&self, color: Color, list: &mut MoveList) {
         list.clear();
-        self.for_each_legal(color, |m| list.push(m));
+        self.for_each_legal(color, |m| {
+            list.push(m);
+            false
+        });
     }
 
     /// Number of legal moves of the side to move (faster than collecting them).
     pub fn count_legal_moves(&self) -> usize {
         let mut n = 0;
-        self.for_each_legal(self.turn, |_| n += 1);
+        self.for_each_legal(self.turn, |_| {
+            n += 1;
+            false
+        });
         n
     }
 
     /// Whether the side to move has at least one legal move.
     pub fn has_legal_move(&self) -> bool {
-        // Cheap enough: generation is not allocation-bound.
-        self.count_legal_moves() > 0
+        let mut found = false;
+        self.for_each_legal(self.turn, |_| {
+            found = true;
+            true
+        });
+        found
     }
 
     /// Whether `m` is legal for `color` here, `color` being the owner of the piece on its origin.

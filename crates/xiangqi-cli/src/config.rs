@@ -1,0 +1,92 @@
+//! Config files: TOML under `configs/`, one section per concern.
+//!
+//! | section | type | read by |
+//! |---|---|---|
+//! | `[search]` | [`SearchConfig`] | `xqz selfplay` |
+//! | `[selfplay]` | [`SelfPlayConfig`] | `xqz selfplay` |
+//! | `[network]`, `[training]` | reserved | the training subcommands (a later issue types them with `xiangqi-nn`'s configs) |
+//!
+//! Every section is optional and takes its defaults when absent. An unknown top-level table or
+//! an unknown key inside a typed section is an error naming the file and the key; a bad value
+//! is an error naming the file, the key and the reason. Reserved sections are accepted as they
+//! are and not checked until their subcommand exists.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, anyhow};
+use serde::{Deserialize, Serialize};
+use xiangqi_search::{SearchConfig, SelfPlayConfig};
+
+/// A whole config file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// `[search]`.
+    #[serde(default)]
+    pub search: SearchConfig,
+    /// `[selfplay]`.
+    #[serde(default)]
+    pub selfplay: SelfPlayConfig,
+    /// `[network]`: reserved for the network's shape (not read yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<toml::Table>,
+    /// `[training]`: reserved for the trainer (not read yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training: Option<toml::Table>,
+}
+
+impl ConfigFile {
+    /// Parses and validates TOML text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> anyhow::Result<ConfigFile> {
+        let config: ConfigFile = toml::from_str(text).map_err(|e| anyhow!("{origin}: {e}"))?;
+        config.search.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
+        config.selfplay.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
+        Ok(config)
+    }
+
+    /// Reads, parses and validates a config file.
+    pub fn load(path: &Path) -> anyhow::Result<ConfigFile> {
+        let text = fs::read_to_string(path)
+            .with_context(|| format!("cannot read config {}", path.display()))?;
+        ConfigFile::parse(&text, &path.display().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_are_optional_and_checked() {
+        let c = ConfigFile::parse("", "x.toml").unwrap();
+        assert_eq!(c, ConfigFile::default());
+        let c = ConfigFile::parse(
+            "[search]\nsimulations = 8\ncheap_simulations = 2\n[network]\nblocks = 2\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.search.simulations, 8);
+        assert!(c.network.is_some());
+        let e = ConfigFile::parse("[serach]\n", "x.toml").unwrap_err().to_string();
+        assert!(e.starts_with("x.toml: ") && e.contains("serach"), "{e}");
+        let e = ConfigFile::parse("[selfplay]\ngames = 3\n", "x.toml").unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("games"), "{e}");
+        let e = ConfigFile::parse("[search]\nc_puct = 0\n", "x.toml").unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("search.c_puct"), "{e}");
+    }
+
+    #[test]
+    fn the_shipped_configs_are_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        let mut n = 0;
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                ConfigFile::load(&path).unwrap();
+                n += 1;
+            }
+        }
+        assert!(n >= 1, "no config in {}", dir.display());
+    }
+}

@@ -1,0 +1,191 @@
+//! `xqz selfplay --config FILE --games N --out DIR [--threads T] [--seed S]`.
+//!
+//! Plays `N` self-play games with the settings of the config's `[search]` and `[selfplay]`
+//! sections and the uniform evaluator (no network yet), and writes into `DIR`:
+//!
+//! * replay shards `shard-NNNNNN.npz`, `games_per_shard` games each, written atomically and
+//!   numbered after any shard already there (format: `crates/xiangqi-search/src/shard.rs`);
+//! * `games.pgn`, every game in PGN (appended to an existing file).
+//!
+//! A progress bar on standard error shows games, moves/s, simulations/s and batch fill; a
+//! summary goes to standard error at the end.
+
+use std::fs::{self, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use xiangqi::OutcomeReason;
+use xiangqi_search::{
+    GameRecord, SelfPlayEvent, SelfPlayStats, Shard, UniformEvaluator, list_shards, play_games,
+    write_shard,
+};
+
+use crate::config::ConfigFile;
+
+/// Arguments of `xqz selfplay`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Config file (TOML) with `[search]` and `[selfplay]` sections.
+    #[arg(long)]
+    config: PathBuf,
+    /// Number of games to play.
+    #[arg(long)]
+    games: u64,
+    /// Output directory for shards and the PGN file (created if missing).
+    #[arg(long)]
+    out: PathBuf,
+    /// Search threads (overrides `selfplay.threads`; 0 = one per core).
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Master seed (overrides `selfplay.seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// The number after which new shards are numbered: one past the highest `shard-NNNNNN.npz`.
+fn next_shard_index(dir: &Path) -> anyhow::Result<u64> {
+    let shards = list_shards(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+    Ok(shards
+        .iter()
+        .filter_map(|p| p.file_stem()?.to_str()?.strip_prefix("shard-")?.parse::<u64>().ok())
+        .map(|i| i + 1)
+        .max()
+        .unwrap_or(0))
+}
+
+struct Output {
+    dir: PathBuf,
+    shard: Shard,
+    games_in_shard: u32,
+    games_per_shard: u32,
+    next_index: u64,
+    pgn: BufWriter<fs::File>,
+    shards_written: u64,
+}
+
+impl Output {
+    fn add(&mut self, record: &GameRecord) -> anyhow::Result<()> {
+        record.write_pgn(&mut self.pgn).context("writing games.pgn")?;
+        self.shard.push_game(record);
+        self.games_in_shard += 1;
+        if self.games_in_shard >= self.games_per_shard {
+            self.flush_shard()?;
+        }
+        Ok(())
+    }
+
+    fn flush_shard(&mut self) -> anyhow::Result<()> {
+        if self.games_in_shard == 0 {
+            return Ok(());
+        }
+        let path = self.dir.join(format!("shard-{:06}.npz", self.next_index));
+        write_shard(&path, &self.shard)?;
+        self.next_index += 1;
+        self.shards_written += 1;
+        self.shard = Shard::new(self.shard.rules);
+        self.games_in_shard = 0;
+        Ok(())
+    }
+}
+
+fn progress_message(s: &SelfPlayStats) -> String {
+    let secs = s.elapsed.as_secs_f64().max(1e-9);
+    format!(
+        "{:.0} moves/s, {:.0} sims/s, batch fill {:.0}%",
+        s.moves as f64 / secs,
+        s.simulations as f64 / secs,
+        100.0 * s.batch_fill()
+    )
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let mut config = ConfigFile::load(&args.config)?;
+    if let Some(t) = args.threads {
+        config.selfplay.threads = t;
+    }
+    if let Some(s) = args.seed {
+        config.selfplay.seed = s;
+    }
+    config.selfplay.validate().context("command-line overrides")?;
+    fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create output directory {}", args.out.display()))?;
+    let pgn_path = args.out.join("games.pgn");
+    let pgn = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&pgn_path)
+        .with_context(|| format!("cannot open {}", pgn_path.display()))?;
+    let mut out = Output {
+        dir: args.out.clone(),
+        shard: Shard::new(config.selfplay.rules),
+        games_in_shard: 0,
+        games_per_shard: config.selfplay.games_per_shard,
+        next_index: next_shard_index(&args.out)?,
+        pgn: BufWriter::new(pgn),
+        shards_written: 0,
+    };
+
+    let bar = ProgressBar::new(args.games);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} games  {msg}")
+            .context("progress bar template")?
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(500));
+    let stats =
+        play_games(&config.search, &config.selfplay, args.games, &mut UniformEvaluator, |event| {
+            match event {
+                SelfPlayEvent::GameFinished(record, stats) => {
+                    out.add(record).map_err(|e| format!("{e:#}"))?;
+                    bar.set_position(stats.games_finished);
+                    bar.set_message(progress_message(stats));
+                }
+                SelfPlayEvent::Progress(stats) => bar.set_message(progress_message(stats)),
+            }
+            Ok(())
+        })?;
+    out.flush_shard()?;
+    out.pgn.flush().context("writing games.pgn")?;
+    out.pgn.get_ref().sync_all().context("syncing games.pgn")?;
+    bar.finish_with_message(progress_message(&stats));
+
+    eprintln!(
+        "{} games ({} red wins, {} draws, {} black wins), {} moves, {} simulations in {:.1} s",
+        stats.games_finished,
+        stats.results[0],
+        stats.results[1],
+        stats.results[2],
+        stats.moves,
+        stats.simulations,
+        stats.elapsed.as_secs_f64()
+    );
+    let reasons: Vec<String> = OutcomeReason::ALL
+        .iter()
+        .filter(|r| stats.reasons[r.index()] > 0)
+        .map(|r| format!("{r} {}", stats.reasons[r.index()]))
+        .collect();
+    eprintln!("endings: {}", reasons.join(", "));
+    eprintln!(
+        "evaluator: {} batches, mean {:.1} states (fill {:.0}%), busy {:.0}% of wall time",
+        stats.batches,
+        stats.evaluations as f64 / stats.batches.max(1) as f64,
+        100.0 * stats.batch_fill(),
+        100.0 * stats.busy_fraction()
+    );
+    if let Some(rate) = stats.resign_false_positive_rate() {
+        eprintln!(
+            "resignation: {} resigned; {} of {} no-resign games would have, false positive rate {:.1}%",
+            stats.resignations,
+            stats.would_have_resigned,
+            stats.resign_disabled_games,
+            100.0 * rate
+        );
+    }
+    eprintln!("wrote {} shard(s) and games.pgn to {}", out.shards_written, args.out.display());
+    Ok(ExitCode::SUCCESS)
+}

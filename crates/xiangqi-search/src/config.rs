@@ -1,0 +1,323 @@
+//! Search and self-play settings: the `[search]` and `[selfplay]` sections of a config file.
+//!
+//! Both structs deserialize with serde, reject unknown keys (`deny_unknown_fields`), fill every
+//! missing key with its default, and have a `validate` that names the offending key:
+//!
+//! ```
+//! use xiangqi_search::{SearchConfig, SelfPlayConfig};
+//!
+//! let mut search = SearchConfig::default();
+//! search.c_puct = -1.0;
+//! let err = search.validate().unwrap_err();
+//! assert_eq!(err.key, "search.c_puct");
+//! assert!(SelfPlayConfig::default().validate().is_ok());
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use xiangqi::RuleSet;
+
+/// A setting with a bad value: which key and why.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{key}: {reason}")]
+pub struct ConfigError {
+    /// The key, with its section: `search.c_puct`.
+    pub key: &'static str,
+    /// What is wrong with its value.
+    pub reason: String,
+}
+
+fn check(ok: bool, key: &'static str, reason: impl fmt::Display) -> Result<(), ConfigError> {
+    if ok { Ok(()) } else { Err(ConfigError { key, reason: reason.to_string() }) }
+}
+
+fn unit_interval(x: f32) -> bool {
+    (0.0..=1.0).contains(&x)
+}
+
+/// Which search runs at the root.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    /// AlphaZero's PUCT everywhere, Dirichlet noise at the root in self-play, moves chosen from
+    /// the visit counts with a temperature.
+    #[default]
+    Puct,
+    /// Gumbel top-k sampling and sequential halving at the root (Danihelka et al. 2022), for
+    /// small simulation budgets; the training target is the improved policy.
+    Gumbel,
+}
+
+/// How a Gumbel search selects below the root.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GumbelInterior {
+    /// The paper's deterministic rule: `argmax π'(a) − N(a) / (1 + Σ N)`, with `π'` the
+    /// improved policy `softmax(logits + σ(completed Q))` of that node.
+    #[default]
+    Deterministic,
+    /// PUCT, as in the PUCT search.
+    Puct,
+}
+
+/// The `[search]` section: one search of the game tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// `"puct"` or `"gumbel"`.
+    pub algorithm: Algorithm,
+    /// Simulations of a full search (each adds one visit below the root).
+    pub simulations: u32,
+    /// Simulations of a cheap search (playout cap randomization); at most `simulations`.
+    pub cheap_simulations: u32,
+    /// Probability that a self-play move gets a full search and becomes a policy target
+    /// (playout cap randomization, Wu 2019). 1 disables cheap searches.
+    pub full_search_prob: f32,
+    /// PUCT exploration constant.
+    pub c_puct: f32,
+    /// First-play urgency: an unvisited child is valued at the parent's value minus this times
+    /// the square root of the prior mass already visited.
+    pub fpu_reduction: f32,
+    /// Dirichlet noise concentration at the root (PUCT, full self-play searches only).
+    pub dirichlet_alpha: f32,
+    /// Weight of the Dirichlet noise in the root priors; 0 disables noise.
+    pub dirichlet_epsilon: f32,
+    /// Gumbel: how many root moves sequential halving starts with (`m` in the paper).
+    pub gumbel_considered_moves: u32,
+    /// Gumbel: `c_visit` of `σ(q) = (c_visit + max N) · c_scale · q` (50 in the paper).
+    pub gumbel_c_visit: f32,
+    /// Gumbel: `c_scale` of `σ` (1.0 in the paper).
+    pub gumbel_c_scale: f32,
+    /// Gumbel: selection below the root, `"deterministic"` (the paper's) or `"puct"`.
+    pub gumbel_interior: GumbelInterior,
+    /// Leaves one tree may send per evaluation batch, kept apart by virtual loss.
+    pub virtual_loss_batch: u32,
+    /// Keep the subtree of the move played for the next search (PUCT only; a Gumbel search
+    /// always starts from a fresh root, as its halving schedule counts visits from zero).
+    pub reuse_tree: bool,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            algorithm: Algorithm::Puct,
+            simulations: 800,
+            cheap_simulations: 100,
+            full_search_prob: 1.0,
+            c_puct: 1.5,
+            fpu_reduction: 0.25,
+            dirichlet_alpha: 0.3,
+            dirichlet_epsilon: 0.25,
+            gumbel_considered_moves: 16,
+            gumbel_c_visit: 50.0,
+            gumbel_c_scale: 1.0,
+            gumbel_interior: GumbelInterior::Deterministic,
+            virtual_loss_batch: 8,
+            reuse_tree: true,
+        }
+    }
+}
+
+impl SearchConfig {
+    /// Checks every value.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key (`search.<key>`) and why.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(self.simulations >= 1, "search.simulations", "must be at least 1")?;
+        check(self.simulations <= 1 << 24, "search.simulations", "must be at most 16777216")?;
+        check(self.cheap_simulations >= 1, "search.cheap_simulations", "must be at least 1")?;
+        check(
+            self.cheap_simulations <= self.simulations,
+            "search.cheap_simulations",
+            format!("must not exceed search.simulations ({})", self.simulations),
+        )?;
+        check(
+            unit_interval(self.full_search_prob),
+            "search.full_search_prob",
+            "must be between 0 and 1",
+        )?;
+        check(
+            self.c_puct.is_finite() && self.c_puct > 0.0,
+            "search.c_puct",
+            "must be a positive number",
+        )?;
+        check(
+            self.fpu_reduction.is_finite() && self.fpu_reduction >= 0.0,
+            "search.fpu_reduction",
+            "must be a number >= 0",
+        )?;
+        check(
+            self.dirichlet_alpha.is_finite() && self.dirichlet_alpha > 0.0,
+            "search.dirichlet_alpha",
+            "must be a positive number",
+        )?;
+        check(
+            unit_interval(self.dirichlet_epsilon),
+            "search.dirichlet_epsilon",
+            "must be between 0 and 1",
+        )?;
+        check(
+            self.gumbel_considered_moves >= 1,
+            "search.gumbel_considered_moves",
+            "must be at least 1",
+        )?;
+        check(
+            self.gumbel_c_visit.is_finite() && self.gumbel_c_visit >= 0.0,
+            "search.gumbel_c_visit",
+            "must be a number >= 0",
+        )?;
+        check(
+            self.gumbel_c_scale.is_finite() && self.gumbel_c_scale > 0.0,
+            "search.gumbel_c_scale",
+            "must be a positive number",
+        )?;
+        check(self.virtual_loss_batch >= 1, "search.virtual_loss_batch", "must be at least 1")?;
+        Ok(())
+    }
+}
+
+/// The `[selfplay]` section: the actor pool and how games are played and recorded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelfPlayConfig {
+    /// Games played at the same time (their leaves share evaluation batches).
+    pub games_in_flight: u32,
+    /// Most states in one evaluation batch.
+    pub max_batch: u32,
+    /// Search threads (the rayon pool); 0 = one per core. Results do not depend on it.
+    pub threads: u32,
+    /// Plies at the start of each game chosen uniformly at random among the legal moves (not
+    /// searched, not recorded as samples), for opening diversity.
+    pub opening_random_plies: u32,
+    /// PUCT: temperature of the move choice (visit counts to the power `1 / temperature`) for
+    /// the first `temperature_plies` plies; 0 always plays the most visited move.
+    pub temperature: f32,
+    /// PUCT: from this ply on, the most visited move is played.
+    pub temperature_plies: u32,
+    /// Resign when the best move's value for the side to move is below this; -1 never resigns.
+    pub resign_threshold: f32,
+    /// Fraction of games where resignation is disabled but recorded, to measure how often it
+    /// would have been wrong (the false positive rate).
+    pub resign_disabled_fraction: f32,
+    /// Plies after which a game is stopped and scored as a draw (`length_cap`).
+    pub length_cap: u32,
+    /// Rule set: `"asian"` or `"simple"`.
+    #[serde(with = "rules_name")]
+    pub rules: RuleSet,
+    /// Master seed; game `i` draws from a generator seeded by (`seed`, `i`).
+    pub seed: u64,
+    /// Games per replay shard.
+    pub games_per_shard: u32,
+}
+
+impl Default for SelfPlayConfig {
+    fn default() -> Self {
+        SelfPlayConfig {
+            games_in_flight: 64,
+            max_batch: 256,
+            threads: 0,
+            opening_random_plies: 4,
+            temperature: 1.0,
+            temperature_plies: 30,
+            resign_threshold: -1.0,
+            resign_disabled_fraction: 0.1,
+            length_cap: 400,
+            rules: RuleSet::Asian,
+            seed: 0,
+            games_per_shard: 64,
+        }
+    }
+}
+
+impl SelfPlayConfig {
+    /// Checks every value.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key (`selfplay.<key>`) and why.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(self.games_in_flight >= 1, "selfplay.games_in_flight", "must be at least 1")?;
+        check(self.max_batch >= 1, "selfplay.max_batch", "must be at least 1")?;
+        check(self.threads <= 1024, "selfplay.threads", "must be at most 1024 (0 = all cores)")?;
+        check(
+            self.temperature.is_finite() && self.temperature >= 0.0,
+            "selfplay.temperature",
+            "must be a number >= 0",
+        )?;
+        check(
+            self.resign_threshold.is_finite() && (-1.0..=1.0).contains(&self.resign_threshold),
+            "selfplay.resign_threshold",
+            "must be between -1 and 1 (-1 never resigns)",
+        )?;
+        check(
+            unit_interval(self.resign_disabled_fraction),
+            "selfplay.resign_disabled_fraction",
+            "must be between 0 and 1",
+        )?;
+        check(self.length_cap >= 1, "selfplay.length_cap", "must be at least 1")?;
+        check(self.games_per_shard >= 1, "selfplay.games_per_shard", "must be at least 1")?;
+        Ok(())
+    }
+}
+
+/// Serializes a [`RuleSet`] by its name (`"asian"`, `"simple"`).
+mod rules_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use xiangqi::RuleSet;
+
+    pub(super) fn serialize<S: Serializer>(rules: &RuleSet, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(rules.name())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RuleSet, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        SearchConfig::default().validate().unwrap();
+        SelfPlayConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn toml_sections_parse_and_unknown_keys_fail() {
+        #[derive(Deserialize)]
+        struct File {
+            search: SearchConfig,
+            selfplay: SelfPlayConfig,
+        }
+        let text = "[search]\nalgorithm = \"gumbel\"\nsimulations = 32\n\
+                    [selfplay]\nrules = \"simple\"\nseed = 7\n";
+        let f: File = toml::from_str(text).unwrap();
+        assert_eq!(f.search.algorithm, Algorithm::Gumbel);
+        assert_eq!(f.search.simulations, 32);
+        assert_eq!(f.search.c_puct, SearchConfig::default().c_puct);
+        assert_eq!(f.selfplay.rules, RuleSet::Simple);
+        assert_eq!(f.selfplay.seed, 7);
+
+        let bad = toml::from_str::<File>("[search]\nc_pcut = 1.0\n[selfplay]\n");
+        let msg = bad.err().unwrap().to_string();
+        assert!(msg.contains("c_pcut"), "{msg}");
+        let bad = toml::from_str::<File>("[search]\n[selfplay]\nrules = \"chess\"\n");
+        let msg = bad.err().unwrap().to_string();
+        assert!(msg.contains("chess"), "{msg}");
+    }
+
+    #[test]
+    fn validate_names_the_key() {
+        let c = SearchConfig { cheap_simulations: 900, ..SearchConfig::default() };
+        assert_eq!(c.validate().unwrap_err().key, "search.cheap_simulations");
+        let s = SelfPlayConfig { resign_disabled_fraction: 1.5, ..SelfPlayConfig::default() };
+        let e = s.validate().unwrap_err();
+        assert_eq!(e.key, "selfplay.resign_disabled_fraction");
+        assert!(e.to_string().starts_with("selfplay.resign_disabled_fraction: "));
+    }
+}

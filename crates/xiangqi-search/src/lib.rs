@@ -1,0 +1,49 @@
+//! Search for xiangqi-zero: the batched [`Evaluator`] interface, Monte Carlo tree search (PUCT,
+//! or a Gumbel root with sequential halving) on an arena [`Tree`], the self-play actor pool that
+//! batches leaves across games, game records (PGN) and the replay shard format.
+//!
+//! The search is generic over the small [`SearchGame`] trait, implemented for
+//! [`xiangqi::Game`]; the rules judge every terminal node, never the evaluator. This crate
+//! knows no tensors: a neural network implements [`Evaluator`] in another crate.
+//!
+//! # Example
+//! ```
+//! use rand::SeedableRng;
+//! use rand_chacha::ChaCha8Rng;
+//! use xiangqi::{Color, Game, Position, RuleSet};
+//! use xiangqi_search::{EvalBuffer, Search, SearchConfig, UniformEvaluator};
+//!
+//! // Red to move wins at once, e.g. b7-b9 mate; no network, only the rules' verdicts.
+//! let pos = Position::from_fen("4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1").unwrap();
+//! let mut game = Game::new(pos, RuleSet::Asian);
+//! let mut search = Search::new(game.clone(), SearchConfig::default());
+//! let mut rng = ChaCha8Rng::seed_from_u64(1);
+//! let result = search
+//!     .run(400, false, &mut rng, &mut UniformEvaluator, &mut EvalBuffer::new())
+//!     .unwrap();
+//! assert_eq!(result.total_visits(), 400);
+//! assert!(result.best_value > 0.99); // a won position for the side to move
+//! let outcome = game.play(result.best).unwrap().expect("the game is over");
+//! assert_eq!(outcome.winner(), Some(Color::Red));
+//! ```
+
+pub mod config;
+pub mod eval;
+pub mod game;
+pub mod record;
+pub mod search;
+pub mod selfplay;
+pub mod shard;
+pub mod tree;
+
+pub use config::{Algorithm, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig};
+pub use eval::{EvalBuffer, EvalLog, EvalRequest, Evaluator, ScriptedEvaluator, UniformEvaluator};
+pub use game::SearchGame;
+pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn_moves};
+pub use search::{Search, SearchResult};
+pub use selfplay::{SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games};
+pub use shard::{
+    FORMAT_VERSION, SampleRef, Shard, ShardError, list_shards, read_shard, read_shard_from,
+    write_shard, write_shard_to,
+};
+pub use tree::{NodeId, NodeStatus, Tree};

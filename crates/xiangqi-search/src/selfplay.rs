@@ -1,0 +1,541 @@
+//! The self-play actor pool: many games at once on a rayon pool, every waiting leaf of every
+//! game in one evaluation batch.
+//!
+//! ```text
+//!   games_in_flight slots, split in two groups A and B
+//!
+//!   main thread:   evaluate(A) ───────────┐ evaluate(B) ───────────┐ evaluate(A) ...
+//!   rayon pool:    apply(B) + select(B) ──┘ apply(A) + select(A) ──┘ apply(B) + select(B) ...
+//! ```
+//!
+//! While the evaluator works on one group's batch (on the calling thread: an accelerator, or a
+//! sleeping stand-in, leaves the CPUs free), the pool applies the other group's evaluations,
+//! plays the moves whose searches are done and selects that group's next leaves. Each group's
+//! leaves (at most `virtual_loss_batch` per game, at most `max_batch` in all) form one batch.
+//!
+//! # Per game
+//! * Opening: `opening_random_plies` uniformly random plies, neither searched nor recorded.
+//! * Each move: with probability `full_search_prob` a full search (`simulations`, root noise,
+//!   recorded as a policy target), else a cheap one (`cheap_simulations`, no noise, recorded with
+//!   `full_search = false`: value target only). This is playout cap randomization (Wu 2019).
+//! * PUCT moves are drawn from the visit counts with `temperature` for the first
+//!   `temperature_plies` plies, then the most visited move is played; Gumbel plays the
+//!   sequential-halving winner.
+//! * Resignation: when the best move's value is below `resign_threshold` the side to move
+//!   resigns (`resignation`), except in a `resign_disabled_fraction` of games, where the first
+//!   would-be resignation is only recorded; such a game counts as a false positive if that side
+//!   then did not lose.
+//! * After `length_cap` plies the game is scored a draw (`length_cap`).
+//!
+//! # Determinism
+//! Game `i` draws every random number from its own generator, seeded from (`seed`, `i`); games
+//! are assigned to slots, batched and applied in a fixed order, and finished games are reported
+//! in a fixed order. With an evaluator that answers each state the same way whatever the batch,
+//! the games and their order do not depend on the thread count or on scheduling.
+
+use std::error::Error;
+use std::time::{Duration, Instant};
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use thiserror::Error;
+use xiangqi::env::PlaneInputs;
+use xiangqi::{Color, Game, Outcome, OutcomeReason, Position};
+
+use crate::config::{ConfigError, SearchConfig, SelfPlayConfig};
+use crate::eval::{EvalBuffer, EvalRequest, Evaluator, recycle};
+use crate::record::{GameRecord, SampleTarget};
+use crate::search::Search;
+
+/// A boxed error from the caller's event handler.
+pub type BoxError = Box<dyn Error + Send + Sync>;
+
+/// Counters of a self-play run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SelfPlayStats {
+    /// Games started.
+    pub games_started: u64,
+    /// Games finished.
+    pub games_finished: u64,
+    /// Searched moves.
+    pub moves: u64,
+    /// Of which full searches.
+    pub full_searches: u64,
+    /// Simulations completed.
+    pub simulations: u64,
+    /// States evaluated.
+    pub evaluations: u64,
+    /// Evaluation batches.
+    pub batches: u64,
+    /// The largest batch allowed.
+    pub max_batch: u64,
+    /// Time spent inside the evaluator.
+    pub eval_time: Duration,
+    /// Wall time since the start.
+    pub elapsed: Duration,
+    /// Games ended by resignation.
+    pub resignations: u64,
+    /// Games played with resignation disabled.
+    pub resign_disabled_games: u64,
+    /// Of those, games where a side fell below the threshold.
+    pub would_have_resigned: u64,
+    /// Of those, games the would-be resigner did not lose.
+    pub resign_false_positives: u64,
+    /// Finished games by outcome reason, indexed by [`OutcomeReason::index`].
+    pub reasons: [u64; OutcomeReason::ALL.len()],
+    /// Finished games won by Red, drawn, won by Black.
+    pub results: [u64; 3],
+}
+
+impl SelfPlayStats {
+    /// Mean batch size over the largest allowed, in `[0, 1]`.
+    pub fn batch_fill(&self) -> f64 {
+        if self.batches == 0 || self.max_batch == 0 {
+            0.0
+        } else {
+            self.evaluations as f64 / (self.batches * self.max_batch) as f64
+        }
+    }
+
+    /// Fraction of wall time the evaluator was busy.
+    pub fn busy_fraction(&self) -> f64 {
+        let wall = self.elapsed.as_secs_f64();
+        if wall > 0.0 { self.eval_time.as_secs_f64() / wall } else { 0.0 }
+    }
+
+    /// False positive rate of resignation: among disabled games where a side would have
+    /// resigned, the fraction it did not lose. `None` before any such game.
+    pub fn resign_false_positive_rate(&self) -> Option<f64> {
+        (self.would_have_resigned > 0)
+            .then(|| self.resign_false_positives as f64 / self.would_have_resigned as f64)
+    }
+
+    fn count_game(&mut self, record: &GameRecord) {
+        self.games_finished += 1;
+        self.reasons[record.outcome.reason().index()] += 1;
+        let r = match record.outcome.winner() {
+            Some(Color::Red) => 0,
+            None => 1,
+            Some(Color::Black) => 2,
+        };
+        self.results[r] += 1;
+        if record.outcome.reason() == OutcomeReason::Resignation {
+            self.resignations += 1;
+        }
+        if record.resign_disabled {
+            self.resign_disabled_games += 1;
+            if record.would_have_resigned.is_some() {
+                self.would_have_resigned += 1;
+                if record.resign_false_positive() {
+                    self.resign_false_positives += 1;
+                }
+            }
+        }
+    }
+}
+
+/// What the pool reports while it runs.
+#[derive(Debug)]
+pub enum SelfPlayEvent<'a> {
+    /// A game finished (reported in a deterministic order).
+    GameFinished(&'a GameRecord, &'a SelfPlayStats),
+    /// A round of batches is done.
+    Progress(&'a SelfPlayStats),
+}
+
+/// Why self-play stopped.
+#[derive(Debug, Error)]
+pub enum SelfPlayError<E: Error + 'static> {
+    /// A setting is invalid.
+    #[error("invalid config: {0}")]
+    Config(#[from] ConfigError),
+    /// The thread pool could not be built.
+    #[error("cannot build the thread pool: {0}")]
+    ThreadPool(String),
+    /// The evaluator failed.
+    #[error("evaluator failed: {0}")]
+    Evaluator(#[source] E),
+    /// The event handler failed (writing a shard, say).
+    #[error("{0}")]
+    Handler(#[source] BoxError),
+}
+
+/// The random generator of game `game_id` in a run with master seed `seed`.
+pub fn game_rng(seed: u64, game_id: u64) -> ChaCha8Rng {
+    // SplitMix64 of the pair: nearby seeds and ids give unrelated streams.
+    let mut z =
+        seed ^ game_id.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(0x6a09_e667_f3bc_c909);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    ChaCha8Rng::seed_from_u64(z ^ (z >> 31))
+}
+
+struct Settings {
+    search: SearchConfig,
+    selfplay: SelfPlayConfig,
+}
+
+/// A game being played.
+struct Running {
+    game_id: u64,
+    game: Game,
+    search: Search<Game>,
+    rng: ChaCha8Rng,
+    samples: Vec<SampleTarget>,
+    full: bool,
+    resign_disabled: bool,
+    would_have_resigned: Option<Color>,
+}
+
+#[derive(Default)]
+struct Slot {
+    run: Option<Running>,
+    spare: Option<Search<Game>>,
+    finished: Option<GameRecord>,
+    quota: usize,
+    offset: usize,
+    simulations: u64,
+    moves: u64,
+    full_searches: u64,
+}
+
+impl Running {
+    fn new(game_id: u64, settings: &Settings, spare: Option<Search<Game>>) -> Running {
+        let sp = &settings.selfplay;
+        let mut rng = game_rng(sp.seed, game_id);
+        let mut game = Game::new(Position::start(), sp.rules);
+        for _ in 0..sp.opening_random_plies {
+            let moves = game.legal_moves();
+            if moves.is_empty() || game.len() >= sp.length_cap as usize {
+                break;
+            }
+            let m = moves[rng.random_range(0..moves.len())];
+            game.play_unchecked(m);
+        }
+        let resign_disabled = rng.random::<f32>() < sp.resign_disabled_fraction;
+        let search = match spare {
+            Some(mut s) => {
+                s.reset(game.clone());
+                s
+            }
+            None => Search::new(game.clone(), settings.search.clone()),
+        };
+        Running {
+            game_id,
+            game,
+            search,
+            rng,
+            samples: Vec::new(),
+            full: true,
+            resign_disabled,
+            would_have_resigned: None,
+        }
+    }
+
+    /// Starts the next search, or returns false if the game is over.
+    fn start_search(&mut self, settings: &Settings) -> bool {
+        if self.game.is_over() {
+            return false;
+        }
+        let s = &settings.search;
+        self.full = s.full_search_prob >= 1.0 || self.rng.random::<f32>() < s.full_search_prob;
+        let sims = if self.full { s.simulations } else { s.cheap_simulations };
+        self.search.start(sims, self.full, &mut self.rng);
+        true
+    }
+
+    /// Records the finished search, plays its move; returns false if the game is now over.
+    fn play_searched_move(&mut self, settings: &Settings) -> bool {
+        let sp = &settings.selfplay;
+        let result = self.search.result();
+        let turn = self.game.position().turn();
+        let ply = self.game.len() as u32;
+        self.samples.push(SampleTarget {
+            ply,
+            inputs: PlaneInputs::from_game(&self.game),
+            moves: result.moves.iter().map(|m| m.to_u16()).collect(),
+            probs: result.policy.clone(),
+            full_search: self.full,
+            root_value: result.root_value.clamp(-1.0, 1.0),
+        });
+        if sp.resign_threshold > -1.0 && result.best_value < sp.resign_threshold {
+            if self.resign_disabled {
+                self.would_have_resigned.get_or_insert(turn);
+            } else {
+                let reason = OutcomeReason::Resignation;
+                self.game.set_outcome(Outcome::Win { winner: turn.other(), reason });
+                return false;
+            }
+        }
+        let temperature = if ply < sp.temperature_plies { sp.temperature } else { 0.0 };
+        let mv = self.search.choose_move(&result, temperature, &mut self.rng);
+        if self.game.play_unchecked(mv).is_some() {
+            return false;
+        }
+        if self.game.len() >= sp.length_cap as usize {
+            self.game.set_outcome(Outcome::Draw { reason: OutcomeReason::LengthCap });
+            return false;
+        }
+        self.search.advance(mv);
+        true
+    }
+
+    fn into_record(self, settings: &Settings) -> (GameRecord, Search<Game>) {
+        let outcome =
+            self.game.outcome().unwrap_or(Outcome::Draw { reason: OutcomeReason::LengthCap });
+        let record = GameRecord {
+            game_id: self.game_id,
+            rules: settings.selfplay.rules,
+            start: *self.game.start(),
+            moves: self.game.moves().to_vec(),
+            outcome,
+            samples: self.samples,
+            resign_disabled: self.resign_disabled,
+            would_have_resigned: self.would_have_resigned,
+        };
+        (record, self.search)
+    }
+}
+
+impl Slot {
+    /// Applies this slot's evaluations (if `evals`), plays finished moves, and selects up to
+    /// `quota` new leaves.
+    fn process(&mut self, evals: Option<&EvalBuffer>, settings: &Settings) {
+        let Some(run) = self.run.as_mut() else { return };
+        if run.search.num_pending() > 0 {
+            match evals {
+                Some(buf) => {
+                    run.search.apply(buf, self.offset);
+                }
+                None => return,
+            }
+        }
+        loop {
+            if run.search.is_done() {
+                self.simulations += u64::from(run.search.completed());
+                self.moves += 1;
+                self.full_searches += u64::from(run.full);
+                if !(run.play_searched_move(settings) && run.start_search(settings)) {
+                    self.finish(settings);
+                    return;
+                }
+                continue;
+            }
+            if self.quota == 0 {
+                return;
+            }
+            run.search.gather(self.quota);
+            if run.search.num_pending() > 0 || !run.search.is_done() {
+                return;
+            }
+        }
+    }
+
+    fn finish(&mut self, settings: &Settings) {
+        if let Some(run) = self.run.take() {
+            let (record, search) = run.into_record(settings);
+            self.finished = Some(record);
+            self.spare = Some(search);
+        }
+    }
+}
+
+struct Group {
+    slots: Vec<Slot>,
+    buffer: EvalBuffer,
+    has_results: bool,
+    rotation: usize,
+}
+
+impl Group {
+    /// Gives each game a leaf quota (`virtual_loss_batch` each, `max_batch` in all), starting
+    /// from a rotating slot so that every game is served when the batch cannot hold them all.
+    fn assign_quotas(&mut self, settings: &Settings) {
+        let n = self.slots.len();
+        let mut budget = settings.selfplay.max_batch as usize;
+        let per_game = settings.search.virtual_loss_batch as usize;
+        for slot in &mut self.slots {
+            slot.quota = 0;
+        }
+        for k in 0..n {
+            let slot = &mut self.slots[(self.rotation + k) % n];
+            if slot.run.is_none() {
+                continue;
+            }
+            let q = per_game.min(budget);
+            slot.quota = q;
+            budget -= q;
+        }
+        self.rotation = (self.rotation + 1) % n.max(1);
+    }
+
+    fn process(&mut self, settings: &Settings) {
+        let evals = self.has_results.then_some(&self.buffer);
+        self.slots.par_iter_mut().for_each(|slot| slot.process(evals, settings));
+        self.has_results = false;
+    }
+
+    fn set_offsets(&mut self) -> usize {
+        let mut offset = 0;
+        for slot in &mut self.slots {
+            slot.offset = offset;
+            offset += slot.run.as_ref().map_or(0, |r| r.search.num_pending());
+        }
+        offset
+    }
+}
+
+/// Plays `games` self-play games with `evaluator` and reports each finished game (and progress)
+/// to `on_event`, in a deterministic order. Returns the final counters.
+///
+/// # Errors
+/// [`SelfPlayError::Config`] for invalid settings, [`SelfPlayError::Evaluator`] if the evaluator
+/// fails, [`SelfPlayError::Handler`] if `on_event` does, [`SelfPlayError::ThreadPool`] if the
+/// pool cannot be built.
+pub fn play_games<E, F>(
+    search: &SearchConfig,
+    selfplay: &SelfPlayConfig,
+    games: u64,
+    evaluator: &mut E,
+    mut on_event: F,
+) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
+where
+    E: Evaluator<Game>,
+    F: FnMut(SelfPlayEvent<'_>) -> Result<(), BoxError>,
+{
+    search.validate()?;
+    selfplay.validate()?;
+    let settings = Settings { search: search.clone(), selfplay: selfplay.clone() };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(selfplay.threads as usize)
+        .build()
+        .map_err(|e| SelfPlayError::ThreadPool(e.to_string()))?;
+    let start_time = Instant::now();
+    let mut stats =
+        SelfPlayStats { max_batch: u64::from(selfplay.max_batch), ..Default::default() };
+    let in_flight = (selfplay.games_in_flight as u64).min(games) as usize;
+    let sizes = if in_flight >= 2 {
+        vec![in_flight / 2, in_flight - in_flight / 2]
+    } else {
+        vec![in_flight]
+    };
+    let mut groups: Vec<Group> = sizes
+        .iter()
+        .map(|&n| Group {
+            slots: (0..n).map(|_| Slot::default()).collect(),
+            buffer: EvalBuffer::new(),
+            has_results: false,
+            rotation: 0,
+        })
+        .collect();
+    // Start the first games, group by group, slot by slot.
+    for g in &mut groups {
+        start_games(g, &settings, games, &mut stats);
+    }
+    let mut spare: Vec<EvalRequest<'_, Game>> = Vec::new();
+    let mut turn = 0;
+    while stats.games_finished < games {
+        let (eval_group, cpu_group) = match groups.as_mut_slice() {
+            [a] => (a, None),
+            [a, b] if turn == 0 => (a, Some(b)),
+            [a, b] => (b, Some(a)),
+            _ => unreachable!("one or two groups"),
+        };
+        eval_group.set_offsets();
+        let Group { slots, buffer, has_results, .. } = eval_group;
+        let mut requests = recycle(spare);
+        for slot in slots.iter() {
+            if let Some(run) = &slot.run {
+                run.search.requests(&mut requests);
+            }
+        }
+        let mut eval_result = Ok(());
+        let mut eval_elapsed = Duration::ZERO;
+        let mut evaluate = |requests: &[EvalRequest<'_, Game>], buffer: &mut EvalBuffer| {
+            if !requests.is_empty() {
+                buffer.prepare(requests);
+                let t = Instant::now();
+                eval_result = evaluator.evaluate(requests, buffer);
+                eval_elapsed = t.elapsed();
+            }
+        };
+        match cpu_group {
+            Some(cpu) => {
+                cpu.assign_quotas(&settings);
+                pool.in_place_scope(|s| {
+                    s.spawn(|_| cpu.process(&settings));
+                    evaluate(&requests, buffer);
+                });
+            }
+            None => evaluate(&requests, buffer),
+        }
+        eval_result.map_err(SelfPlayError::Evaluator)?;
+        *has_results = !requests.is_empty();
+        if !requests.is_empty() {
+            stats.batches += 1;
+            stats.evaluations += requests.len() as u64;
+            stats.eval_time += eval_elapsed;
+        }
+        spare = recycle(requests);
+        // A single group has no partner to overlap with: process it now.
+        let processed = match groups.as_mut_slice() {
+            [a] => {
+                a.assign_quotas(&settings);
+                pool.install(|| a.process(&settings));
+                a
+            }
+            [a, b] => {
+                if turn == 0 {
+                    b
+                } else {
+                    a
+                }
+            }
+            _ => unreachable!("one or two groups"),
+        };
+        // Report the processed group's finished games and start new ones, in slot order.
+        for slot in &mut processed.slots {
+            stats.simulations += std::mem::take(&mut slot.simulations);
+            stats.moves += std::mem::take(&mut slot.moves);
+            stats.full_searches += std::mem::take(&mut slot.full_searches);
+            if let Some(record) = slot.finished.take() {
+                stats.count_game(&record);
+                stats.elapsed = start_time.elapsed();
+                on_event(SelfPlayEvent::GameFinished(&record, &stats))
+                    .map_err(SelfPlayError::Handler)?;
+            }
+        }
+        start_games(processed, &settings, games, &mut stats);
+        stats.elapsed = start_time.elapsed();
+        on_event(SelfPlayEvent::Progress(&stats)).map_err(SelfPlayError::Handler)?;
+        turn ^= 1;
+    }
+    stats.elapsed = start_time.elapsed();
+    Ok(stats)
+}
+
+/// Fills the group's idle slots with new games (numbered in slot order) and, while the batch
+/// has room, selects each new game's first leaf (its root).
+fn start_games(group: &mut Group, settings: &Settings, games: u64, stats: &mut SelfPlayStats) {
+    let mut pending: usize =
+        group.slots.iter().filter_map(|s| s.run.as_ref()).map(|r| r.search.num_pending()).sum();
+    for slot in &mut group.slots {
+        if slot.run.is_some() || stats.games_started >= games {
+            continue;
+        }
+        let mut run = Running::new(stats.games_started, settings, slot.spare.take());
+        stats.games_started += 1;
+        if run.start_search(settings) {
+            if pending < settings.selfplay.max_batch as usize {
+                pending += run.search.gather(1);
+            }
+            slot.run = Some(run);
+        } else {
+            // Decided during the opening plies: nothing to search.
+            let (record, search) = run.into_record(settings);
+            slot.finished = Some(record);
+            slot.spare = Some(search);
+        }
+    }
+}

@@ -1,0 +1,476 @@
+//! Replay shards: training samples of finished games in one compressed `.npz` file.
+//!
+//! # Format (version 1)
+//! A shard is a zip of `.npy` arrays (numpy's `np.savez_compressed` layout). `N` is the number
+//! of samples, `M` the total number of policy entries.
+//!
+//! | array | dtype | shape | content |
+//! |---|---|---|---|
+//! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (1) |
+//! | `rules` | u8 | `[1]` | 0 = `asian`, 1 = `simple` |
+//! | `boards` | u8 | `[N, 90]` | piece codes ([`xiangqi::env::encode_board_compact`]): 0 empty, 1–7 Red general, advisor, elephant, horse, chariot, cannon, soldier, 8–14 the same for Black; index = rank · 9 + file, rank 0 = Red's home rank |
+//! | `turn` | u8 | `[N]` | side to move: 0 Red, 1 Black |
+//! | `halfmove_clock` | u16 | `[N]` | plies since the last capture |
+//! | `repeated` | u8 | `[N]` | 1 if the position occurred before in its game |
+//! | `result` | i8 | `[N]` | final result for the side to move: +1 win, 0 draw, −1 loss |
+//! | `full_search` | u8 | `[N]` | 1 = full search, a policy target; 0 = cheap search (value only) |
+//! | `root_value` | f32 | `[N]` | the search's value for the side to move, in `[-1, 1]` |
+//! | `game_id` | u64 | `[N]` | the game's number in its self-play run |
+//! | `ply` | u16 | `[N]` | plies from the game's start position |
+//! | `policy_offsets` | u32 | `[N + 1]` | sample `i`'s policy is entries `policy_offsets[i]..policy_offsets[i + 1]` (CSR) |
+//! | `policy_moves` | u16 | `[M]` | every legal move of the sample, as [`xiangqi::Move::to_u16`]: `from + 128 · to`, point = rank · 9 + file |
+//! | `policy_probs` | f32 | `[M]` | the search policy (sums to 1 per sample; entries may be 0) |
+//!
+//! Reading a sample with numpy:
+//! ```python
+//! s = np.load("shard-000000.npz"); i = 0; lo, hi = s["policy_offsets"][i:i + 2]
+//! board = s["boards"][i].reshape(10, 9)[::-1]  # rank 9 (Black's home) at the top
+//! print(board, s["result"][i], s["policy_moves"][lo:hi] & 127, s["policy_moves"][lo:hi] >> 7, s["policy_probs"][lo:hi])
+//! ```
+//!
+//! # Atomic writes
+//! [`write_shard`] writes `NAME.npz.tmp` in the target directory, flushes and syncs it, then
+//! renames it to `NAME.npz`: a reader sees a whole shard or none. [`list_shards`] ignores
+//! `*.tmp` files, [`read_shard`] refuses them, and a truncated file fails to open as a zip
+//! archive or its checksums, so an interrupted write is never read as valid.
+
+use std::fs::{self, File};
+use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use ndarray::{Array1, Array2, Ix1, Ix2, OwnedRepr};
+use ndarray_npy::{NpzReader, NpzWriter, ReadNpzError, ReadableElement, WriteNpzError};
+use thiserror::Error;
+use xiangqi::env::{PlaneInputs, decode_board_compact};
+use xiangqi::{Color, Move, RuleSet};
+
+use crate::record::GameRecord;
+
+/// The shard format version this crate writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Why a shard could not be written or read.
+#[derive(Debug, Error)]
+pub enum ShardError {
+    /// The file named could not be used; the cause follows.
+    #[error("shard '{}': {source}", path.display())]
+    File {
+        /// The shard's path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: Box<ShardError>,
+    },
+    /// An I/O error.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+    /// The file is not a complete npz archive (a truncated or interrupted write).
+    #[error("not a complete npz archive (truncated or interrupted write?): {0}")]
+    Archive(ReadNpzError),
+    /// An array is missing, of the wrong type or shape, or fails its checksum.
+    #[error("array '{name}': {source}")]
+    Array {
+        /// The array.
+        name: &'static str,
+        /// The cause.
+        #[source]
+        source: ReadNpzError,
+    },
+    /// An array's contents break the format.
+    #[error("array '{name}': {reason}")]
+    Invalid {
+        /// The array.
+        name: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A format version this reader does not know.
+    #[error("format version {found}; this reader knows version {FORMAT_VERSION}")]
+    Version {
+        /// The version in the file.
+        found: u32,
+    },
+    /// A temporary file of an unfinished write.
+    #[error("'{}' is the temporary file of an unfinished write", path.display())]
+    Temporary {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A shard path must end in `.npz`.
+    #[error("'{}' does not end in .npz", path.display())]
+    NotNpz {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Writing the archive failed.
+    #[error("writing the archive: {0}")]
+    Write(#[from] WriteNpzError),
+}
+
+/// The samples of a shard, as arrays (see the [module documentation](self) for the format).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Shard {
+    /// The rule set of the games.
+    pub rules: RuleSet,
+    /// Piece codes, 90 per sample.
+    pub boards: Vec<[u8; 90]>,
+    /// Side to move: 0 Red, 1 Black.
+    pub turn: Vec<u8>,
+    /// Plies since the last capture.
+    pub halfmove_clock: Vec<u16>,
+    /// 1 if the position occurred before in its game.
+    pub repeated: Vec<u8>,
+    /// Final result for the side to move: +1, 0, −1.
+    pub result: Vec<i8>,
+    /// 1 = full search (policy target), 0 = cheap search.
+    pub full_search: Vec<u8>,
+    /// The search's value for the side to move.
+    pub root_value: Vec<f32>,
+    /// The game's number in its run.
+    pub game_id: Vec<u64>,
+    /// Plies from the game's start.
+    pub ply: Vec<u16>,
+    /// CSR offsets into `policy_moves` / `policy_probs`; `len() + 1` entries, starting at 0.
+    pub policy_offsets: Vec<u32>,
+    /// Legal moves ([`Move::to_u16`]).
+    pub policy_moves: Vec<u16>,
+    /// Search policy over `policy_moves`.
+    pub policy_probs: Vec<f32>,
+}
+
+/// One sample of a [`Shard`], borrowed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SampleRef<'a> {
+    /// What the network sees.
+    pub inputs: PlaneInputs,
+    /// Legal moves ([`Move::to_u16`]).
+    pub moves: &'a [u16],
+    /// Search policy over `moves`.
+    pub probs: &'a [f32],
+    /// Final result for the side to move: +1, 0, −1.
+    pub result: i8,
+    /// Whether the policy is a training target.
+    pub full_search: bool,
+    /// The search's value for the side to move.
+    pub root_value: f32,
+    /// The game's number in its run.
+    pub game_id: u64,
+    /// Plies from the game's start.
+    pub ply: u16,
+}
+
+impl Shard {
+    /// An empty shard for games under `rules`.
+    pub fn new(rules: RuleSet) -> Shard {
+        Shard { rules, policy_offsets: vec![0], ..Shard::default() }
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.result.len()
+    }
+
+    /// Whether the shard holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.result.is_empty()
+    }
+
+    /// Appends every sample of a finished game, its result seen from each sample's side to move.
+    pub fn push_game(&mut self, game: &GameRecord) {
+        if self.policy_offsets.is_empty() {
+            self.policy_offsets.push(0);
+        }
+        for s in &game.samples {
+            self.boards.push(s.inputs.board);
+            self.turn.push(s.inputs.turn.index() as u8);
+            self.halfmove_clock.push(s.inputs.halfmove_clock.min(u32::from(u16::MAX)) as u16);
+            self.repeated.push(u8::from(s.inputs.repeated));
+            self.result.push(game.result_for(s.inputs.turn));
+            self.full_search.push(u8::from(s.full_search));
+            self.root_value.push(s.root_value);
+            self.game_id.push(game.game_id);
+            self.ply.push(s.ply.min(u32::from(u16::MAX)) as u16);
+            self.policy_moves.extend_from_slice(&s.moves);
+            self.policy_probs.extend_from_slice(&s.probs);
+            self.policy_offsets.push(self.policy_moves.len() as u32);
+        }
+    }
+
+    /// Sample `i`.
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn sample(&self, i: usize) -> SampleRef<'_> {
+        let (lo, hi) = (self.policy_offsets[i] as usize, self.policy_offsets[i + 1] as usize);
+        SampleRef {
+            inputs: PlaneInputs {
+                board: self.boards[i],
+                turn: if self.turn[i] == 0 { Color::Red } else { Color::Black },
+                halfmove_clock: u32::from(self.halfmove_clock[i]),
+                repeated: self.repeated[i] != 0,
+            },
+            moves: &self.policy_moves[lo..hi],
+            probs: &self.policy_probs[lo..hi],
+            result: self.result[i],
+            full_search: self.full_search[i] != 0,
+            root_value: self.root_value[i],
+            game_id: self.game_id[i],
+            ply: self.ply[i],
+        }
+    }
+
+    /// Checks every invariant of the format.
+    ///
+    /// # Errors
+    /// [`ShardError::Invalid`] naming the first array that breaks one.
+    pub fn validate(&self) -> Result<(), ShardError> {
+        let n = self.len();
+        let invalid = |name, reason: String| Err(ShardError::Invalid { name, reason });
+        let lens = [
+            ("boards", self.boards.len()),
+            ("turn", self.turn.len()),
+            ("halfmove_clock", self.halfmove_clock.len()),
+            ("repeated", self.repeated.len()),
+            ("full_search", self.full_search.len()),
+            ("root_value", self.root_value.len()),
+            ("game_id", self.game_id.len()),
+            ("ply", self.ply.len()),
+        ];
+        for (name, len) in lens {
+            if len != n {
+                return invalid(name, format!("has {len} samples, 'result' has {n}"));
+            }
+        }
+        if self.policy_offsets.len() != n + 1 {
+            return invalid(
+                "policy_offsets",
+                format!("has {} entries, expected {}", self.policy_offsets.len(), n + 1),
+            );
+        }
+        let m = self.policy_moves.len();
+        if self.policy_probs.len() != m {
+            return invalid(
+                "policy_probs",
+                format!("has {} entries, expected {m}", self.policy_probs.len()),
+            );
+        }
+        if self.policy_offsets[0] != 0 || self.policy_offsets[n] as usize != m {
+            return invalid("policy_offsets", format!("must run from 0 to {m}"));
+        }
+        if let Some(i) = self.policy_offsets.windows(2).position(|w| w[0] > w[1]) {
+            return invalid("policy_offsets", format!("decreases at sample {i}"));
+        }
+        for (i, board) in self.boards.iter().enumerate() {
+            if let Err(e) = decode_board_compact(board) {
+                return invalid("boards", format!("sample {i}: {e}"));
+            }
+        }
+        let flag = |name, v: &[u8]| match v.iter().position(|&x| x > 1) {
+            Some(i) => invalid(name, format!("sample {i}: {} is not 0 or 1", v[i])),
+            None => Ok(()),
+        };
+        flag("turn", &self.turn)?;
+        flag("repeated", &self.repeated)?;
+        flag("full_search", &self.full_search)?;
+        if let Some(i) = self.result.iter().position(|r| !(-1..=1).contains(r)) {
+            return invalid("result", format!("sample {i}: {} is not -1, 0 or 1", self.result[i]));
+        }
+        if let Some(i) = self.root_value.iter().position(|v| !(-1.0..=1.0).contains(v)) {
+            return invalid(
+                "root_value",
+                format!("sample {i}: {} is outside [-1, 1]", self.root_value[i]),
+            );
+        }
+        if let Some(i) = self.policy_moves.iter().position(|&c| Move::from_u16(c).is_none()) {
+            return invalid(
+                "policy_moves",
+                format!("entry {i}: {} is not a move", self.policy_moves[i]),
+            );
+        }
+        if let Some(i) = self.policy_probs.iter().position(|p| !p.is_finite() || *p < 0.0) {
+            return invalid(
+                "policy_probs",
+                format!("entry {i}: {} is not a probability", self.policy_probs[i]),
+            );
+        }
+        Ok(())
+    }
+}
+
+fn rules_code(rules: RuleSet) -> u8 {
+    match rules {
+        RuleSet::Asian => 0,
+        RuleSet::Simple => 1,
+    }
+}
+
+/// Writes `shard` as an npz archive to `writer` and returns the writer.
+///
+/// # Errors
+/// [`ShardError::Write`] if writing fails, [`ShardError::Invalid`] if the shard breaks the format.
+pub fn write_shard_to<W: Write + Seek>(writer: W, shard: &Shard) -> Result<W, ShardError> {
+    shard.validate()?;
+    let n = shard.len();
+    let mut npz = NpzWriter::new_compressed(writer);
+    npz.add_array("format_version", &Array1::from_vec(vec![FORMAT_VERSION]))?;
+    npz.add_array("rules", &Array1::from_vec(vec![rules_code(shard.rules)]))?;
+    let flat: Vec<u8> = shard.boards.iter().flatten().copied().collect();
+    let boards = Array2::from_shape_vec((n, 90), flat)
+        .map_err(|e| ShardError::Invalid { name: "boards", reason: e.to_string() })?;
+    npz.add_array("boards", &boards)?;
+    npz.add_array("turn", &Array1::from_vec(shard.turn.clone()))?;
+    npz.add_array("halfmove_clock", &Array1::from_vec(shard.halfmove_clock.clone()))?;
+    npz.add_array("repeated", &Array1::from_vec(shard.repeated.clone()))?;
+    npz.add_array("result", &Array1::from_vec(shard.result.clone()))?;
+    npz.add_array("full_search", &Array1::from_vec(shard.full_search.clone()))?;
+    npz.add_array("root_value", &Array1::from_vec(shard.root_value.clone()))?;
+    npz.add_array("game_id", &Array1::from_vec(shard.game_id.clone()))?;
+    npz.add_array("ply", &Array1::from_vec(shard.ply.clone()))?;
+    npz.add_array("policy_offsets", &Array1::from_vec(shard.policy_offsets.clone()))?;
+    npz.add_array("policy_moves", &Array1::from_vec(shard.policy_moves.clone()))?;
+    npz.add_array("policy_probs", &Array1::from_vec(shard.policy_probs.clone()))?;
+    Ok(npz.finish()?)
+}
+
+/// The temporary path a write of `path` goes through: `NAME.npz.tmp` beside it.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// Writes `shard` to `path` (which must end in `.npz`) atomically: to `NAME.npz.tmp` in the
+/// same directory, flushed and synced, then renamed over `path`.
+///
+/// # Errors
+/// [`ShardError::File`] naming the path, with the I/O or format error inside; the temporary
+/// file is removed on failure.
+pub fn write_shard(path: &Path, shard: &Shard) -> Result<(), ShardError> {
+    let wrap = |e: ShardError| ShardError::File { path: path.to_path_buf(), source: Box::new(e) };
+    if path.extension().is_none_or(|e| e != "npz") {
+        return Err(wrap(ShardError::NotNpz { path: path.to_path_buf() }));
+    }
+    let tmp = temp_path(path);
+    let result = (|| -> Result<(), ShardError> {
+        let file = File::create(&tmp)?;
+        let mut w = write_shard_to(BufWriter::new(file), shard)?;
+        w.flush()?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, path)?;
+        // Make the rename durable too (best effort: not every platform syncs directories).
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(wrap)
+}
+
+fn read_array<R: Read + Seek, T: ReadableElement>(
+    npz: &mut NpzReader<R>,
+    name: &'static str,
+) -> Result<Vec<T>, ShardError> {
+    let a = npz
+        .by_name::<OwnedRepr<T>, Ix1>(name)
+        .map_err(|source| ShardError::Array { name, source })?;
+    Ok(a.into_iter().collect())
+}
+
+/// Reads and validates a shard from `reader`.
+///
+/// # Errors
+/// [`ShardError::Archive`] for a truncated or damaged archive, [`ShardError::Array`] for a
+/// missing or mistyped array, [`ShardError::Version`] for another format version,
+/// [`ShardError::Invalid`] for contents that break the format.
+pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
+    let mut npz = NpzReader::new(reader).map_err(ShardError::Archive)?;
+    let version: Vec<u32> = read_array(&mut npz, "format_version")?;
+    if version.len() != 1 {
+        return Err(ShardError::Invalid {
+            name: "format_version",
+            reason: "must hold one value".into(),
+        });
+    }
+    if version[0] != FORMAT_VERSION {
+        return Err(ShardError::Version { found: version[0] });
+    }
+    let rules: Vec<u8> = read_array(&mut npz, "rules")?;
+    let rules = match rules.as_slice() {
+        [0] => RuleSet::Asian,
+        [1] => RuleSet::Simple,
+        _ => {
+            return Err(ShardError::Invalid { name: "rules", reason: "must be [0] or [1]".into() });
+        }
+    };
+    let boards = npz
+        .by_name::<OwnedRepr<u8>, Ix2>("boards")
+        .map_err(|source| ShardError::Array { name: "boards", source })?;
+    if boards.ncols() != 90 {
+        return Err(ShardError::Invalid {
+            name: "boards",
+            reason: format!("has shape {:?}, expected [N, 90]", boards.shape()),
+        });
+    }
+    let boards = boards
+        .outer_iter()
+        .map(|row| {
+            let mut b = [0u8; 90];
+            b.iter_mut().zip(row.iter()).for_each(|(d, s)| *d = *s);
+            b
+        })
+        .collect();
+    let shard = Shard {
+        rules,
+        boards,
+        turn: read_array(&mut npz, "turn")?,
+        halfmove_clock: read_array(&mut npz, "halfmove_clock")?,
+        repeated: read_array(&mut npz, "repeated")?,
+        result: read_array(&mut npz, "result")?,
+        full_search: read_array(&mut npz, "full_search")?,
+        root_value: read_array(&mut npz, "root_value")?,
+        game_id: read_array(&mut npz, "game_id")?,
+        ply: read_array(&mut npz, "ply")?,
+        policy_offsets: read_array(&mut npz, "policy_offsets")?,
+        policy_moves: read_array(&mut npz, "policy_moves")?,
+        policy_probs: read_array(&mut npz, "policy_probs")?,
+    };
+    shard.validate()?;
+    Ok(shard)
+}
+
+/// Reads and validates the shard at `path`. Refuses `*.tmp` files (unfinished writes).
+///
+/// # Errors
+/// [`ShardError::File`] naming the path, with the cause inside (see [`read_shard_from`]).
+pub fn read_shard(path: &Path) -> Result<Shard, ShardError> {
+    let wrap = |e: ShardError| ShardError::File { path: path.to_path_buf(), source: Box::new(e) };
+    if path.extension().is_some_and(|e| e == "tmp") {
+        return Err(wrap(ShardError::Temporary { path: path.to_path_buf() }));
+    }
+    let file = File::open(path).map_err(|e| wrap(e.into()))?;
+    read_shard_from(BufReader::new(file)).map_err(wrap)
+}
+
+/// The complete shards (`*.npz`) in `dir`, sorted by name. Temporary files of unfinished writes
+/// (`*.npz.tmp`) are never listed.
+///
+/// # Errors
+/// I/O errors reading the directory.
+pub fn list_shards(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_file() && path.extension().is_some_and(|e| e == "npz") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}

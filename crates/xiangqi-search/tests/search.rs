@@ -1,0 +1,215 @@
+//! Search behaviour with no network: the uniform evaluator and the rules' terminal values.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use xiangqi::{Game, Move, OutcomeReason, Position, RuleSet};
+use xiangqi_search::{
+    Algorithm, EvalBuffer, NodeId, ScriptedEvaluator, Search, SearchConfig, SearchGame,
+    UniformEvaluator,
+};
+
+/// Red: general d0, chariots a8 and b7. Black: general e9 alone. Red to move.
+///
+/// By hand: b7-b9 checks along rank 9 (c9, d9 empty). The black general on e9 may step to d9,
+/// f9 or e8 only (palace, orthogonal): d9 and f9 stay on rank 9, attacked by the chariot on b9
+/// (f9 because e9 is vacated); e8 is attacked by the chariot on a8 along rank 8. Black has no
+/// other piece to capture or block: checkmate. (a8-f8 also wins at once: it checks nothing, but
+/// leaves Black without a legal move — d9 faces the red general, f9 and e8 are attacked by f8 —
+/// which loses in xiangqi.)
+const MATE_IN_ONE: &str = "4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1";
+
+/// The same, with a black chariot on b1 and Black to move. A chariot move off the b-file to a1
+/// or e1..i1 lets b7-b9 mate (nothing can capture on b9 or block on c9/d9); moves along the
+/// b-file, to c1 or d1 (which can block on c9/d9), or capturing on b7 keep it from mating.
+const AVOID_MATE: &str = "4k4/R8/1R7/9/9/9/9/9/1r7/3K5 b - - 0 1";
+
+fn game(fen: &str) -> Game {
+    Game::new(Position::from_fen(fen).unwrap(), RuleSet::Asian)
+}
+
+/// Whether `m` ends the game at once in the mover's favour (checkmate, or no legal reply).
+fn mates(game: &Game, m: Move) -> bool {
+    let mover = game.position().turn();
+    let mut g = game.clone();
+    g.play(m).unwrap().is_some_and(|o| o.winner() == Some(mover))
+}
+
+/// Whether after `m` the opponent has a move that wins at once.
+fn allows_mate(game: &Game, m: Move) -> bool {
+    let mut g = game.clone();
+    g.play(m).unwrap();
+    g.legal_moves().iter().any(|&r| mates(&g, r))
+}
+
+fn search(
+    fen: &str,
+    config: SearchConfig,
+    sims: u32,
+) -> (Game, xiangqi_search::SearchResult<Move>) {
+    let g = game(fen);
+    let mut s = Search::new(g.clone(), config);
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let r = s.run(sims, false, &mut rng, &mut UniformEvaluator, &mut EvalBuffer::new()).unwrap();
+    (g, r)
+}
+
+#[test]
+fn puct_finds_mate_in_one() {
+    let g = game(MATE_IN_ONE);
+    let b7b9 = g.position().parse_uci("b7b9").unwrap();
+    let mut after = g.clone();
+    let outcome = after.play(b7b9).unwrap().expect("the game ends");
+    assert_eq!(outcome.reason(), OutcomeReason::Checkmate, "hand-checked mate, checked by Game");
+    let a8f8 = g.position().parse_uci("a8f8").unwrap();
+    let mut after = g.clone();
+    let outcome = after.play(a8f8).unwrap().expect("the game ends");
+    assert_eq!(outcome.reason(), OutcomeReason::NoLegalMoves);
+    for vl in [1, 8] {
+        let config = SearchConfig { virtual_loss_batch: vl, ..SearchConfig::default() };
+        let (g, r) = search(MATE_IN_ONE, config, 400);
+        assert!(mates(&g, r.best), "vl={vl}: {} does not mate", r.best);
+        assert!(r.best_value > 0.99, "a mate is worth +1 to the mover: {}", r.best_value);
+    }
+}
+
+#[test]
+fn gumbel_finds_mate_in_one_with_a_small_budget() {
+    let g = game(MATE_IN_ONE);
+    let n = g.legal_moves().len() as u32;
+    let config = SearchConfig {
+        algorithm: Algorithm::Gumbel,
+        gumbel_considered_moves: n,
+        ..SearchConfig::default()
+    };
+    let (g, r) = search(MATE_IN_ONE, config, 64);
+    assert!(mates(&g, r.best), "{} does not mate", r.best);
+    // The improved policy puts most of its mass on the moves that win at once.
+    let on_wins: f32 =
+        r.moves.iter().zip(&r.policy).filter(|&(&m, _)| mates(&g, m)).map(|(_, p)| p).sum();
+    assert!(on_wins > 0.9, "policy on the winning moves: {on_wins}");
+    let sum: f32 = r.policy.iter().sum();
+    assert!((sum - 1.0).abs() < 1e-4);
+}
+
+#[test]
+fn puct_avoids_a_move_that_allows_mate_in_one() {
+    let g = game(AVOID_MATE);
+    let blunders: Vec<Move> = g.legal_moves().into_iter().filter(|&m| allows_mate(&g, m)).collect();
+    assert!(blunders.len() >= 5, "the position must offer blunders: {blunders:?}");
+    assert!(blunders.len() < g.legal_moves().len());
+    let (g, r) = search(AVOID_MATE, SearchConfig::default(), 3000);
+    assert!(!allows_mate(&g, r.best), "{} allows mate in one", r.best);
+    for b in &blunders {
+        let i = r.moves.iter().position(|m| m == b).unwrap();
+        let best = r.moves.iter().position(|&m| m == r.best).unwrap();
+        assert!(r.visits[i] < r.visits[best], "blunder {b} has {} visits", r.visits[i]);
+    }
+}
+
+#[test]
+fn visit_counts_add_up_to_the_simulations() {
+    for algorithm in [Algorithm::Puct, Algorithm::Gumbel] {
+        for (sims, vl) in [(1, 1), (17, 4), (64, 8), (300, 16)] {
+            let config = SearchConfig { algorithm, virtual_loss_batch: vl, ..Default::default() };
+            let (_, r) = search(xiangqi::START_FEN, config, sims);
+            assert_eq!(r.total_visits(), sims, "{algorithm:?} sims={sims} vl={vl}");
+            let sum: f32 = r.policy.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-4);
+        }
+    }
+}
+
+#[test]
+fn terminal_simulations_count_without_evaluation() {
+    // With only mates visited, most simulations never reach the evaluator.
+    let g = game(MATE_IN_ONE);
+    let mut s = Search::new(g, SearchConfig::default());
+    let mut eval = ScriptedEvaluator::uniform();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let r = s.run(1000, false, &mut rng, &mut eval, &mut EvalBuffer::new()).unwrap();
+    assert_eq!(r.total_visits(), 1000);
+    let evaluated: usize = eval.log().batch_sizes.iter().sum();
+    assert!(evaluated < 1000, "evaluated {evaluated}");
+}
+
+#[test]
+fn dirichlet_noise_only_where_configured() {
+    let g = game(xiangqi::START_FEN);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let uniform = 1.0 / 44.0;
+    let run = |noise: bool, config: SearchConfig, rng: &mut ChaCha8Rng| {
+        let mut s = Search::new(g.clone(), config);
+        s.run(16, noise, rng, &mut UniformEvaluator, &mut EvalBuffer::new()).unwrap();
+        s.root_priors().to_vec()
+    };
+    let noisy = run(true, SearchConfig::default(), &mut rng);
+    assert!(noisy.iter().any(|p| (p - uniform).abs() > 1e-3), "noise requested but absent");
+    let sum: f32 = noisy.iter().sum();
+    assert!((sum - 1.0).abs() < 1e-4);
+    let clean = run(false, SearchConfig::default(), &mut rng);
+    assert!(clean.iter().all(|p| (p - uniform).abs() < 1e-6), "noise not requested but present");
+    let zero_eps = SearchConfig { dirichlet_epsilon: 0.0, ..SearchConfig::default() };
+    let clean = run(true, zero_eps, &mut rng);
+    assert!(clean.iter().all(|p| (p - uniform).abs() < 1e-6), "epsilon 0 must mean no noise");
+}
+
+#[test]
+fn same_seed_same_search() {
+    for algorithm in [Algorithm::Puct, Algorithm::Gumbel] {
+        let config = SearchConfig { algorithm, ..SearchConfig::default() };
+        let run = |seed| {
+            let mut s = Search::new(game(xiangqi::START_FEN), config.clone());
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            s.run(200, true, &mut rng, &mut UniformEvaluator, &mut EvalBuffer::new()).unwrap()
+        };
+        assert_eq!(run(5), run(5));
+        assert_ne!(run(5).visits, run(6).visits, "{algorithm:?}: the seed must matter");
+    }
+}
+
+#[test]
+fn tree_reuse_keeps_the_subtree() {
+    let mut s = Search::new(game(xiangqi::START_FEN), SearchConfig::default());
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut buf = EvalBuffer::new();
+    let r = s.run(400, false, &mut rng, &mut UniformEvaluator, &mut buf).unwrap();
+    let i = r.moves.iter().position(|&m| m == r.best).unwrap();
+    let kept = r.visits[i];
+    s.advance(r.best);
+    assert_eq!(s.tree().visits(NodeId::ROOT), kept);
+    assert_eq!(s.game().moves(), &[r.best]);
+    let r2 = s.run(100, false, &mut rng, &mut UniformEvaluator, &mut buf).unwrap();
+    assert_eq!(r2.total_visits(), kept - 1 + 100);
+    let tree = s.tree();
+    let root_children: u32 =
+        tree.children(NodeId::ROOT).iter().filter(|c| !c.is_none()).map(|&c| tree.visits(c)).sum();
+    assert_eq!(root_children + 1, tree.visits(NodeId::ROOT));
+}
+
+#[test]
+fn search_game_for_xiangqi_uses_the_rules() {
+    // Perpetual check by Red under asian rules is a loss for Red: the search sees the verdict
+    // through Game, as a terminal value.
+    let mut g = game(xiangqi::START_FEN);
+    let mut moves = Vec::new();
+    g.legal_moves_into(&mut moves);
+    assert_eq!(moves.len(), 44);
+    assert_eq!(g.terminal_value(), None);
+    for uci in ["h2e2", "h9g7", "e2h2", "g7h9", "h2e2", "h9g7", "e2h2", "g7h9"] {
+        let m = g.position().parse_uci(uci).unwrap();
+        SearchGame::play(&mut g, m);
+    }
+    assert_eq!(g.outcome().map(|o| o.reason()), Some(OutcomeReason::Repetition));
+    assert_eq!(g.terminal_value(), Some(0.0));
+}
+
+#[test]
+fn noise_does_not_accumulate_over_searches_from_one_root() {
+    let mut s = Search::new(game(xiangqi::START_FEN), SearchConfig::default());
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut buf = EvalBuffer::new();
+    s.run(32, true, &mut rng, &mut UniformEvaluator, &mut buf).unwrap();
+    assert!(s.root_priors().iter().any(|p| (p - 1.0 / 44.0).abs() > 1e-3));
+    s.run(32, false, &mut rng, &mut UniformEvaluator, &mut buf).unwrap();
+    assert!(s.root_priors().iter().all(|p| (p - 1.0 / 44.0).abs() < 1e-6));
+}

@@ -1,0 +1,290 @@
+//! The actor pool, game records, PGN and replay shards.
+
+use std::fs;
+use std::path::PathBuf;
+
+use xiangqi::{Color, Game, OutcomeReason, RuleSet};
+use xiangqi_search::shard::temp_path;
+use xiangqi_search::{
+    Algorithm, GameRecord, ScriptedEvaluator, SearchConfig, SelfPlayConfig, SelfPlayEvent,
+    SelfPlayStats, Shard, ShardError, UniformEvaluator, list_shards, parse_pgn_moves, play_games,
+    read_shard, write_shard,
+};
+
+fn small_search() -> SearchConfig {
+    SearchConfig {
+        simulations: 24,
+        cheap_simulations: 8,
+        full_search_prob: 0.5,
+        virtual_loss_batch: 4,
+        ..SearchConfig::default()
+    }
+}
+
+fn small_selfplay() -> SelfPlayConfig {
+    SelfPlayConfig {
+        games_in_flight: 6,
+        max_batch: 64,
+        threads: 2,
+        opening_random_plies: 2,
+        temperature_plies: 8,
+        length_cap: 24,
+        seed: 11,
+        ..SelfPlayConfig::default()
+    }
+}
+
+fn play(
+    search: &SearchConfig,
+    selfplay: &SelfPlayConfig,
+    games: u64,
+) -> (Vec<GameRecord>, SelfPlayStats) {
+    let mut records = Vec::new();
+    let stats = play_games(search, selfplay, games, &mut UniformEvaluator, |e| {
+        if let SelfPlayEvent::GameFinished(r, _) = e {
+            records.push(r.clone());
+        }
+        Ok(())
+    })
+    .unwrap();
+    (records, stats)
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xqz-search-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn pool_batches_leaves_across_games() {
+    let search = small_search();
+    let selfplay = small_selfplay();
+    let mut eval = ScriptedEvaluator::uniform();
+    let mut finished = 0;
+    let stats = play_games(&search, &selfplay, 6, &mut eval, |e| {
+        if let SelfPlayEvent::GameFinished(..) = e {
+            finished += 1;
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(finished, 6);
+    assert_eq!(stats.games_finished, 6);
+    let sizes = &eval.log().batch_sizes;
+    let max = sizes.iter().copied().max().unwrap();
+    // One tree sends at most virtual_loss_batch = 4 leaves; a larger batch mixes games.
+    assert!(max > 4, "largest batch {max}: leaves of several games must share a batch");
+    assert!(max <= 64, "largest batch {max} exceeds max_batch");
+    assert_eq!(sizes.iter().sum::<usize>() as u64, stats.evaluations);
+    assert!(stats.simulations > 0 && stats.moves > 0);
+}
+
+#[test]
+fn max_batch_is_respected() {
+    let search = SearchConfig { virtual_loss_batch: 8, ..small_search() };
+    let selfplay = SelfPlayConfig { games_in_flight: 8, max_batch: 5, ..small_selfplay() };
+    let mut eval = ScriptedEvaluator::uniform();
+    play_games(&search, &selfplay, 8, &mut eval, |_| Ok(())).unwrap();
+    assert!(eval.log().batch_sizes.iter().all(|&n| (1..=5).contains(&n)));
+}
+
+#[test]
+fn same_seed_same_games_whatever_the_thread_count() {
+    for algorithm in [Algorithm::Puct, Algorithm::Gumbel] {
+        let search = SearchConfig { algorithm, ..small_search() };
+        let one = SelfPlayConfig { threads: 1, ..small_selfplay() };
+        let two = SelfPlayConfig { threads: 2, ..small_selfplay() };
+        let (a, _) = play(&search, &one, 6);
+        let (b, _) = play(&search, &two, 6);
+        assert_eq!(a, b, "{algorithm:?}");
+        let (c, _) = play(&search, &SelfPlayConfig { seed: 12, ..two }, 6);
+        assert_ne!(a, c, "{algorithm:?}: another seed must give other games");
+    }
+}
+
+#[test]
+fn records_hold_legal_games_and_proper_targets() {
+    let (records, stats) = play(&small_search(), &small_selfplay(), 6);
+    assert_eq!(records.len(), 6);
+    let mut ids: Vec<u64> = records.iter().map(|r| r.game_id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..6).collect::<Vec<_>>());
+    let (mut full, mut cheap) = (0, 0);
+    for r in &records {
+        assert!(r.moves.len() <= 24, "length cap 24, got {}", r.moves.len());
+        // Replaying through the rules reproduces the verdict (or the cap).
+        let mut g = Game::new(r.start, r.rules);
+        for &m in &r.moves {
+            g.play(m).unwrap();
+        }
+        match g.outcome() {
+            Some(o) => assert_eq!(o, r.outcome),
+            None => assert_eq!(r.outcome.reason(), OutcomeReason::LengthCap),
+        }
+        // Opening plies are not samples; every searched ply is.
+        assert_eq!(r.samples.len(), r.moves.len() - 2);
+        for s in &r.samples {
+            let mut g = Game::new(r.start, r.rules);
+            for &m in &r.moves[..s.ply as usize] {
+                g.play(m).unwrap();
+            }
+            let legal: Vec<u16> = g.legal_moves().iter().map(|m| m.to_u16()).collect();
+            assert_eq!(s.moves, legal);
+            assert_eq!(s.inputs.turn, g.position().turn());
+            let sum: f32 = s.probs.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-4);
+            if s.full_search { full += 1 } else { cheap += 1 }
+        }
+    }
+    assert!(full > 0 && cheap > 0, "full_search_prob 0.5 must give both: {full} {cheap}");
+    assert_eq!(stats.full_searches, full);
+    assert_eq!(stats.moves, full + cheap);
+}
+
+#[test]
+fn resignation_and_its_false_positives() {
+    // Black always believes it is lost: it resigns at its first move, except in games where
+    // resignation is disabled; those end at the length cap, a draw, so each is a false positive.
+    let mut eval =
+        ScriptedEvaluator::new(
+            |g: &Game, _: &[xiangqi::Move], _: &mut [f32]| {
+                if g.position().turn() == Color::Black { -1.0 } else { 1.0 }
+            },
+        );
+    let selfplay = SelfPlayConfig {
+        resign_threshold: -0.9,
+        resign_disabled_fraction: 0.5,
+        length_cap: 12,
+        games_in_flight: 4,
+        ..small_selfplay()
+    };
+    let search = SearchConfig { full_search_prob: 1.0, ..small_search() };
+    let mut records = Vec::new();
+    let stats = play_games(&search, &selfplay, 12, &mut eval, |e| {
+        if let SelfPlayEvent::GameFinished(r, _) = e {
+            records.push(r.clone());
+        }
+        Ok(())
+    })
+    .unwrap();
+    let disabled = records.iter().filter(|r| r.resign_disabled).count() as u64;
+    assert!(disabled > 0 && disabled < 12, "about half the games: {disabled}");
+    for r in &records {
+        if r.resign_disabled {
+            assert_eq!(r.would_have_resigned, Some(Color::Black));
+            assert_ne!(r.outcome.reason(), OutcomeReason::Resignation);
+        } else {
+            assert_eq!(r.outcome.reason(), OutcomeReason::Resignation);
+            assert_eq!(r.outcome.winner(), Some(Color::Red));
+        }
+    }
+    assert_eq!(stats.resignations, 12 - disabled);
+    assert_eq!(stats.resign_disabled_games, disabled);
+    assert_eq!(stats.would_have_resigned, disabled);
+    let fp = records.iter().filter(|r| r.resign_false_positive()).count() as u64;
+    assert_eq!(stats.resign_false_positives, fp);
+    assert!(fp > 0, "a capped draw is a false positive");
+}
+
+#[test]
+fn shard_round_trip_and_interrupted_writes() {
+    let (records, _) = play(&small_search(), &small_selfplay(), 4);
+    let mut shard = Shard::new(RuleSet::Asian);
+    for r in &records {
+        shard.push_game(r);
+    }
+    assert_eq!(shard.len(), records.iter().map(|r| r.samples.len()).sum::<usize>());
+    let dir = scratch_dir("shards");
+    let path = dir.join("shard-000000.npz");
+    write_shard(&path, &shard).unwrap();
+    assert!(!temp_path(&path).exists(), "the temporary file is renamed away");
+    let back = read_shard(&path).unwrap();
+    assert_eq!(back, shard);
+    // Results are seen from the side to move.
+    let r = &records[0];
+    let s = back.sample(0);
+    assert_eq!(s.result, r.result_for(s.inputs.turn));
+    assert_eq!(s.moves, r.samples[0].moves.as_slice());
+
+    // An interrupted write: a truncated copy, under the final name and as a leftover .tmp.
+    let bytes = fs::read(&path).unwrap();
+    for cut in [bytes.len() / 2, bytes.len() - 1, 10] {
+        let broken = dir.join(format!("shard-cut-{cut}.npz"));
+        fs::write(&broken, &bytes[..cut]).unwrap();
+        let err = read_shard(&broken).unwrap_err();
+        assert!(err.to_string().contains("shard-cut"), "the error names the file: {err}");
+    }
+    let tmp = temp_path(&dir.join("shard-000001.npz"));
+    fs::write(&tmp, &bytes).unwrap();
+    let err = read_shard(&tmp).unwrap_err();
+    let ShardError::File { source, .. } = &err else { panic!("{err}") };
+    assert!(matches!(**source, ShardError::Temporary { .. }), "{err}");
+    let listed = list_shards(&dir).unwrap();
+    assert!(listed.iter().all(|p| p.extension().is_some_and(|e| e == "npz")));
+    assert!(!listed.contains(&tmp));
+    assert!(listed.contains(&path));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn shard_reader_rejects_bad_contents() {
+    let (records, _) = play(&small_search(), &small_selfplay(), 1);
+    let mut shard = Shard::new(RuleSet::Simple);
+    shard.push_game(&records[0]);
+    let dir = scratch_dir("bad");
+    let mut bad = shard.clone();
+    bad.result[0] = 3;
+    assert!(write_shard(&dir.join("a.npz"), &bad).is_err(), "the writer validates too");
+    assert!(!dir.join("a.npz").exists() && !dir.join("a.npz.tmp").exists());
+    let mut bad = shard.clone();
+    *bad.policy_offsets.last_mut().unwrap() += 1;
+    assert!(bad.validate().is_err());
+    assert!(write_shard(&dir.join("b.tmp"), &shard).is_err(), "only .npz names");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn pgn_moves_reparse() {
+    let (records, _) = play(&small_search(), &small_selfplay(), 3);
+    for r in &records {
+        let mut text = Vec::new();
+        r.write_pgn(&mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("[Game \"Chinese Chess\"]"));
+        assert!(text.contains("[Format \"ICCS\"]"));
+        assert!(text.contains(&format!("[Result \"{}\"]", r.outcome.result_str())));
+        assert!(text.contains(&format!("[Termination \"{}\"]", r.outcome.reason())));
+        assert!(!text.contains("[FEN"), "a game from the start position has no FEN tag");
+        let (start, moves) = parse_pgn_moves(&text, r.rules).unwrap();
+        assert_eq!(start, r.start);
+        assert_eq!(moves, r.moves);
+    }
+    // From a set-up position, with Black to move first.
+    let start = xiangqi::Position::from_fen("4k4/R8/1R7/9/9/9/9/9/1r7/3K5 b - - 0 1").unwrap();
+    let mut g = Game::new(start, RuleSet::Asian);
+    let mut moves = Vec::new();
+    for uci in ["b1b7", "a8a9"] {
+        let m = g.position().parse_uci(uci).unwrap();
+        g.play(m).unwrap();
+        moves.push(m);
+    }
+    let record = GameRecord {
+        game_id: 0,
+        rules: RuleSet::Asian,
+        start,
+        moves,
+        outcome: xiangqi::Outcome::Draw { reason: OutcomeReason::LengthCap },
+        samples: Vec::new(),
+        resign_disabled: false,
+        would_have_resigned: None,
+    };
+    let mut text = Vec::new();
+    record.write_pgn(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("[SetUp \"1\"]") && text.contains(&format!("[FEN \"{}\"]", start.fen())));
+    assert!(text.contains("1... B1-B7 2. A8-A9 1/2-1/2"), "{text}");
+    let (s, m) = parse_pgn_moves(&text, RuleSet::Asian).unwrap();
+    assert_eq!((s, m), (start, record.moves.clone()));
+}

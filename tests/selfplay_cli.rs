@@ -1,0 +1,103 @@
+//! End-to-end test of `xqz selfplay`: shards and PGN in the output directory, config errors.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use xiangqi::RuleSet;
+use xiangqi_search::{list_shards, parse_pgn_moves, read_shard};
+
+fn xqz(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().expect("xqz runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xqz-cli-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    dir
+}
+
+fn tiny() -> String {
+    format!(
+        "{}/configs/tiny.toml",
+        env!("CARGO_MANIFEST_DIR").trim_end_matches("/crates/xiangqi-cli")
+    )
+}
+
+#[test]
+fn selfplay_writes_shards_and_pgn() {
+    let out = scratch("out");
+    let o = xqz(&[
+        "selfplay",
+        "--config",
+        &tiny(),
+        "--games",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+        "--threads",
+        "2",
+        "--seed",
+        "5",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("3 games"), "{stderr}");
+    let shards = list_shards(&out).unwrap();
+    assert_eq!(shards.len(), 1, "3 games fit one shard of 32");
+    let shard = read_shard(&shards[0]).unwrap();
+    let mut ids = shard.game_id.clone();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids, vec![0, 1, 2]);
+    let pgn = fs::read_to_string(out.join("games.pgn")).unwrap();
+    let games: Vec<String> = pgn.split("[Game ").skip(1).map(|g| format!("[Game {g}")).collect();
+    assert_eq!(games.len(), 3);
+    for g in &games {
+        let (_, moves) = parse_pgn_moves(g, RuleSet::Asian).unwrap();
+        assert!(!moves.is_empty());
+    }
+    // A second run numbers its shards after the first.
+    let o = xqz(&["selfplay", "--config", &tiny(), "--games", "1", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success());
+    let names: Vec<String> = list_shards(&out)
+        .unwrap()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["shard-000000.npz", "shard-000001.npz"]);
+    fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn selfplay_config_errors_name_file_and_key() {
+    let dir = scratch("cfg");
+    fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("bad.toml");
+    fs::write(&cfg, "[search]\nc_pcut = 1.0\n").unwrap();
+    let o = xqz(&[
+        "selfplay",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--games",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr.contains("bad.toml") && stderr.contains("c_pcut"), "{stderr}");
+    fs::write(&cfg, "[selfplay]\nmax_batch = 0\n").unwrap();
+    let o = xqz(&[
+        "selfplay",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--games",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("bad.toml") && stderr.contains("selfplay.max_batch"), "{stderr}");
+    fs::remove_dir_all(&dir).unwrap();
+}
