@@ -7,10 +7,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod arena;
 mod config;
+mod engine;
 mod outcome;
 mod perft;
 mod selfplay;
+mod uci;
+mod uci_search;
 
 /// Train and play neural xiangqi engines by self-play.
 #[derive(Parser)]
@@ -28,6 +32,10 @@ enum Command {
     Outcome(outcome::Args),
     /// Play self-play games and write replay shards and a PGN file.
     Selfplay(selfplay::Args),
+    /// Play a match between two players (baselines, the search, external UCI/UCCI engines).
+    Arena(arena::Args),
+    /// Speak UCI (and UCCI) on standard input and output, for GUIs and match tools.
+    Uci(uci::Args),
 }
 
 /// Exit status for bad input (an illegal move, a malformed FEN, ...).
@@ -39,6 +47,8 @@ fn main() -> ExitCode {
         Command::Perft(args) => perft::run(&args),
         Command::Outcome(args) => outcome::run(&args),
         Command::Selfplay(args) => selfplay::run(&args),
+        Command::Arena(args) => arena::run(&args),
+        Command::Uci(args) => uci::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -27,6 +27,7 @@
 //! assert_eq!(outcome.winner(), Some(Color::Red));
 //! ```
 
+pub mod arena;
 pub mod config;
 pub mod eval;
 pub mod game;

@@ -1,0 +1,365 @@
+//! `xqz arena --a PLAYER --b PLAYER --games N [...]`: a match between two players.
+//!
+//! Players (`--a`, `--b`):
+//!
+//! * `random`: a uniformly random legal move; `greedy`: a win in one, else the most valuable
+//!   capture, else random (both seeded from `--seed`);
+//! * `mcts`: the search with uniform priors (no network), `--sims` simulations a move or
+//!   `--movetime`; `--a-option NAME=VALUE` sets a `[search]` key (`c_puct=2.0`,
+//!   `algorithm=gumbel`, ...);
+//! * `uci:COMMAND` or `ucci:COMMAND`: an external engine run as a subprocess (the command is
+//!   split at white space, no quoting); `--a-option NAME=VALUE` becomes `setoption`, and
+//!   `--a-ranks 1` reads and writes its moves with ranks 1–10 (Fairy-Stockfish). See
+//!   [`crate::engine`];
+//! * a network file: not yet available.
+//!
+//! Each move is limited by `--movetime MS` (engines get `go movetime`) and/or `--sims S`
+//! (engines get `go nodes S` without a move time); with neither, 800 simulations (for `mcts`,
+//! its `simulations` option, default 800). A player
+//! that answers later than the move time plus `--margin MS` (default 1000), crashes, fails or
+//! plays an illegal move loses the game. Every other verdict comes from the rules (`--rules`),
+//! or from `--max-plies` (a draw).
+//!
+//! Games come in pairs over the openings (the 8 built-in ones, or `--openings FILE` with one FEN
+//! or move sequence per line), each opening once with each colour. With `--sprt ELO0,ELO1`
+//! (optionally `,ALPHA,BETA`; default 0.05 each) the match stops once the test decides.
+//! A progress bar runs on standard error; the result table goes to standard output; `--pgn FILE`
+//! writes every game in the PGN form of self-play.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use xiangqi::{OutcomeReason, RankBase, RuleSet};
+use xiangqi_search::arena::{
+    ForfeitKind, GameSettings, GreedyPlayer, MatchConfig, MatchStats, MctsPlayer, MoveLimit,
+    Opening, Player, RandomPlayer, Sprt, parse_openings, run_match,
+};
+use xiangqi_search::{SearchConfig, UniformEvaluator};
+
+use crate::engine::{EnginePlayer, EngineSpec, Protocol};
+use crate::uci::NET_UNAVAILABLE;
+
+/// Arguments of `xqz arena`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Player A: random, greedy, mcts, uci:COMMAND or ucci:COMMAND.
+    #[arg(long = "a")]
+    a: String,
+    /// Player B, as player A.
+    #[arg(long = "b")]
+    b: String,
+    /// Games to play (in pairs with colours swapped).
+    #[arg(long, default_value_t = 20)]
+    games: u32,
+    /// Simulations (nodes) per move.
+    #[arg(long)]
+    sims: Option<u32>,
+    /// Time per move in milliseconds.
+    #[arg(long)]
+    movetime: Option<u64>,
+    /// Grace in milliseconds beyond the move time before a move counts as late.
+    #[arg(long, default_value_t = 1000)]
+    margin: u64,
+    /// Openings file: one FEN, `FEN moves M...` or UCI move sequence per line.
+    #[arg(long)]
+    openings: Option<PathBuf>,
+    /// Rule set: `asian` or `simple`.
+    #[arg(long, default_value = "asian")]
+    rules: RuleSet,
+    /// Sequential test: `ELO0,ELO1` or `ELO0,ELO1,ALPHA,BETA`.
+    #[arg(long, allow_hyphen_values = true)]
+    sprt: Option<String>,
+    /// Write every game to this PGN file.
+    #[arg(long)]
+    pgn: Option<PathBuf>,
+    /// An option of player A, `NAME=VALUE` (repeatable).
+    #[arg(long = "a-option")]
+    a_option: Vec<String>,
+    /// An option of player B, `NAME=VALUE` (repeatable).
+    #[arg(long = "b-option")]
+    b_option: Vec<String>,
+    /// Rank numbers of engine A's moves: 0 (0-9, Pikafish) or 1 (1-10, Fairy-Stockfish).
+    #[arg(long = "a-ranks", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    a_ranks: u8,
+    /// Rank numbers of engine B's moves.
+    #[arg(long = "b-ranks", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    b_ranks: u8,
+    /// Seed of the random and greedy players.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Plies after which an undecided game is drawn.
+    #[arg(long, default_value_t = 600)]
+    max_plies: u32,
+}
+
+fn parse_sprt(text: &str) -> anyhow::Result<Sprt> {
+    let parts: Vec<f64> = text
+        .split(',')
+        .map(|p| p.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("--sprt '{text}': expected ELO0,ELO1[,ALPHA,BETA]"))?;
+    let sprt = match parts[..] {
+        [elo0, elo1] => Sprt { elo0, elo1, alpha: 0.05, beta: 0.05 },
+        [elo0, elo1, alpha, beta] => Sprt { elo0, elo1, alpha, beta },
+        _ => bail!("--sprt '{text}': expected ELO0,ELO1[,ALPHA,BETA]"),
+    };
+    sprt.validate().with_context(|| format!("--sprt '{text}'"))?;
+    Ok(sprt)
+}
+
+fn split_option(text: &str) -> anyhow::Result<(String, String)> {
+    match text.split_once('=') {
+        Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().to_string(), v.trim().to_string())),
+        _ => bail!("option '{text}': expected NAME=VALUE"),
+    }
+}
+
+/// A search config with `NAME=VALUE` overrides of `[search]` keys.
+fn search_config(options: &[(String, String)]) -> anyhow::Result<SearchConfig> {
+    let mut doc = String::new();
+    for (n, v) in options {
+        // A bare word that is not a TOML value (gumbel, puct) is taken as a string.
+        let line = format!("{n} = {v}\n");
+        if toml::from_str::<toml::Table>(&line).is_ok() {
+            doc.push_str(&line);
+        } else {
+            doc.push_str(&format!("{n} = {:?}\n", v));
+        }
+    }
+    let config: SearchConfig =
+        toml::from_str(&doc).map_err(|e| anyhow::anyhow!("mcts option: {}", e.message()))?;
+    config.validate().context("mcts option")?;
+    Ok(config)
+}
+
+fn make_player(
+    spec: &str,
+    options: &[String],
+    ranks: u8,
+    seed: u64,
+) -> anyhow::Result<Box<dyn Player>> {
+    let options: Vec<(String, String)> =
+        options.iter().map(|o| split_option(o)).collect::<anyhow::Result<_>>()?;
+    let no_options = |name: &str| -> anyhow::Result<()> {
+        if options.is_empty() { Ok(()) } else { bail!("player '{name}' takes no options") }
+    };
+    let engine = |protocol, command: &str| -> anyhow::Result<Box<dyn Player>> {
+        let command: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+        if command.is_empty() {
+            bail!("player '{spec}': empty engine command");
+        }
+        let ranks = if ranks == 1 { RankBase::One } else { RankBase::Zero };
+        let spec_ = EngineSpec { protocol, command, options: options.clone(), ranks };
+        let player = EnginePlayer::start(spec_).with_context(|| format!("engine '{spec}'"))?;
+        Ok(Box::new(player))
+    };
+    if let Some(command) = spec.strip_prefix("uci:") {
+        return engine(Protocol::Uci, command);
+    }
+    if let Some(command) = spec.strip_prefix("ucci:") {
+        return engine(Protocol::Ucci, command);
+    }
+    match spec {
+        "random" => {
+            no_options(spec)?;
+            Ok(Box::new(RandomPlayer::new(seed)))
+        }
+        "greedy" => {
+            no_options(spec)?;
+            Ok(Box::new(GreedyPlayer::new(seed)))
+        }
+        "mcts" => {
+            let config = search_config(&options)?;
+            Ok(Box::new(MctsPlayer::new("mcts", UniformEvaluator, config)?))
+        }
+        other if other.contains('/') || other.contains('.') || PathBuf::from(other).exists() => {
+            bail!("player '{other}': {NET_UNAVAILABLE}")
+        }
+        other => bail!(
+            "unknown player '{other}' (expected random, greedy, mcts, uci:COMMAND, ucci:COMMAND \
+             or a network file)"
+        ),
+    }
+}
+
+fn summary(stats: &MatchStats) -> String {
+    let elo = stats.wdl.elo();
+    let mut s = format!(
+        "{}  {:.1}%  Elo {:+.0} ± {:.0}",
+        stats.wdl,
+        100.0 * stats.wdl.score(),
+        elo.elo,
+        elo.margin()
+    );
+    if let Some((llr, _)) = stats.sprt {
+        s.push_str(&format!("  LLR {llr:.2}"));
+    }
+    s
+}
+
+fn print_table(names: [&str; 2], stats: &MatchStats, config: &MatchConfig) {
+    println!("A: {}", names[0]);
+    println!("B: {}", names[1]);
+    println!("{:<14}{:>7}{:>7}{:>7}{:>7}{:>9}", "", "games", "wins", "draws", "losses", "score");
+    for (label, w) in
+        [("A with Red", stats.a_red), ("A with Black", stats.a_black), ("A total", stats.wdl)]
+    {
+        println!(
+            "{:<14}{:>7}{:>7}{:>7}{:>7}{:>8.1}%",
+            label,
+            w.games(),
+            w.wins,
+            w.draws,
+            w.losses,
+            100.0 * w.score()
+        );
+    }
+    let elo = stats.wdl.elo();
+    println!(
+        "Elo (A - B): {:+.1}, 95% interval [{:+.1}, {:+.1}] (logistic, half-point prior)",
+        elo.elo, elo.lower, elo.upper
+    );
+    print!("{:<14}", "forfeits");
+    for k in ForfeitKind::ALL {
+        print!("{:>14}", k.name());
+    }
+    println!();
+    for (i, who) in ["A", "B"].iter().enumerate() {
+        print!("{who:<14}");
+        for k in ForfeitKind::ALL {
+            print!("{:>14}", stats.forfeits[i][k.index()]);
+        }
+        println!();
+    }
+    let endings: Vec<String> = OutcomeReason::ALL
+        .iter()
+        .filter(|r| stats.reasons[r.index()] > 0)
+        .map(|r| format!("{r} {}", stats.reasons[r.index()]))
+        .collect();
+    println!("endings: {}", if endings.is_empty() { "-".to_string() } else { endings.join(", ") });
+    println!(
+        "plies: {} ({:.1} per game)",
+        stats.plies,
+        stats.plies as f64 / f64::from(stats.games().max(1))
+    );
+    if let (Some(sprt), Some((llr, verdict))) = (config.sprt, stats.sprt) {
+        let (lower, upper) = sprt.bounds();
+        println!(
+            "SPRT elo0 {} elo1 {} alpha {} beta {}: LLR {llr:.3} [{lower:.3}, {upper:.3}] {verdict}",
+            sprt.elo0, sprt.elo1, sprt.alpha, sprt.beta
+        );
+    }
+}
+
+/// Runs the command.
+///
+/// # Errors
+/// Bad arguments, an unreadable openings file, a player that cannot start, a PGN write error.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let sprt = args.sprt.as_deref().map(parse_sprt).transpose()?;
+    let openings = match &args.openings {
+        Some(path) => {
+            let text = fs::read_to_string(path)
+                .with_context(|| format!("cannot read openings {}", path.display()))?;
+            parse_openings(&text).with_context(|| format!("openings {}", path.display()))?
+        }
+        None => Opening::builtin(),
+    };
+    let mut a = make_player(&args.a, &args.a_option, args.a_ranks, args.seed).context("--a")?;
+    let mut b = make_player(&args.b, &args.b_option, args.b_ranks, args.seed ^ 0x9e37_79b9)
+        .context("--b")?;
+    let movetime = args.movetime.map(Duration::from_millis);
+    let simulations = args.sims.map(|s| s.max(1));
+    let config = MatchConfig {
+        games: args.games,
+        settings: GameSettings {
+            rules: args.rules,
+            max_plies: args.max_plies,
+            limit: MoveLimit { simulations, movetime, margin: Duration::from_millis(args.margin) },
+        },
+        sprt,
+    };
+    let mut pgn = match &args.pgn {
+        Some(path) => Some(BufWriter::new(
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => None,
+    };
+    let names = [a.name().to_string(), b.name().to_string()];
+    let bar = ProgressBar::new(u64::from(args.games));
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} games  {msg}")
+            .context("progress bar template")?
+            .progress_chars("=> "),
+    );
+    let mut write_error = None;
+    let stats = run_match(a.as_mut(), b.as_mut(), &openings, &config, |game, stats| {
+        bar.set_position(u64::from(stats.games()));
+        bar.set_message(summary(stats));
+        if let Some(f) = &game.forfeit {
+            let who = if f.loser == xiangqi::Color::Red { &game.red } else { &game.black };
+            bar.suspend(|| {
+                eprintln!(
+                    "game {}: {who} ({}) loses by {}: {}",
+                    game.record.game_id + 1,
+                    f.loser,
+                    f.kind,
+                    f.detail
+                );
+            });
+        }
+        if let Some(w) = pgn.as_mut() {
+            if let Err(e) = game.write_pgn(w, "xqz arena").and_then(|()| w.flush()) {
+                write_error = Some(e);
+                return false;
+            }
+        }
+        true
+    });
+    bar.finish_and_clear();
+    if let Some(e) = write_error {
+        return Err(e).context("writing the PGN file");
+    }
+    print_table([&names[0], &names[1]], &stats, &config);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sprt_and_options_parse() {
+        let s = parse_sprt("0,10").unwrap();
+        assert_eq!((s.elo0, s.elo1, s.alpha), (0.0, 10.0, 0.05));
+        let s = parse_sprt("-5,5,0.1,0.2").unwrap();
+        assert_eq!((s.elo0, s.beta), (-5.0, 0.2));
+        assert!(parse_sprt("10,0").is_err());
+        assert!(parse_sprt("x").is_err());
+        assert!(parse_sprt("1,2,3").is_err());
+        let c = search_config(&[
+            ("c_puct".to_string(), "2.5".to_string()),
+            ("algorithm".to_string(), "gumbel".to_string()),
+        ])
+        .unwrap();
+        assert_eq!(c.c_puct, 2.5);
+        assert_eq!(c.algorithm, xiangqi_search::Algorithm::Gumbel);
+        assert!(search_config(&[("c_pcut".to_string(), "1".to_string())]).is_err());
+        assert!(split_option("novalue").is_err());
+    }
+
+    #[test]
+    fn player_specs() {
+        assert!(make_player("random", &[], 0, 1).is_ok());
+        assert!(make_player("greedy", &["x=1".to_string()], 0, 1).is_err());
+        let e = make_player("nets/best.mpk", &[], 0, 1).err().unwrap().to_string();
+        assert!(e.contains(NET_UNAVAILABLE), "{e}");
+        let e = make_player("stockfish", &[], 0, 1).err().unwrap().to_string();
+        assert!(e.contains("unknown player"), "{e}");
+    }
+}

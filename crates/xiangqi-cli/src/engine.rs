@@ -1,0 +1,387 @@
+//! External engines as arena players: `uci:COMMAND` and `ucci:COMMAND`.
+//!
+//! The engine runs as a child process with piped standard input and output (its standard error
+//! is discarded). A reader thread forwards its output lines through a channel, so every wait has
+//! a deadline:
+//!
+//! * start: `uci` → wait for `uciok` (or `ucci` → `ucciok`), then one `setoption` per
+//!   `--a-option`/`--b-option` (`setoption name N value V`, or UCCI's `setoption N V`), then
+//!   `isready` → `readyok`; a UCCI engine that offers `usemillisec` gets
+//!   `setoption usemillisec true`;
+//! * each game: `ucinewgame` (UCI only) and `isready` → `readyok`;
+//! * each move: `position fen START [moves M1 M2 ...]` (the game's start position and every
+//!   move since, so the engine sees the history), then `go movetime MS` with a move time, else
+//!   `go nodes N` (800 without any limit); UCCI: `go time T movestogo 1` (milliseconds with `usemillisec`, else whole
+//!   seconds, at least 1) or `go nodes N`; then wait for `bestmove M` (or UCCI's `nobestmove`).
+//!
+//! Moves in both directions use the engine's rank numbers ([`RankBase`]; Fairy-Stockfish writes
+//! ranks 1–10). An engine that does not answer within the move time plus the arena's margin
+//! (or 60 s for a node-limited search, 10 s for the handshake), closes its output, or names
+//! something that is not a move loses the game (timeout, crash, illegal move); after a timeout
+//! or a crash the process is killed and a fresh one is started for the next game.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use xiangqi::{Game, Move, RankBase};
+use xiangqi_search::arena::{MoveLimit, Player, PlayerError};
+
+/// The protocol an engine speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// UCI as Pikafish speaks it.
+    Uci,
+    /// UCCI (ElephantEye and other Chinese engines).
+    Ucci,
+}
+
+impl Protocol {
+    fn name(self) -> &'static str {
+        match self {
+            Protocol::Uci => "uci",
+            Protocol::Ucci => "ucci",
+        }
+    }
+}
+
+/// How to start and talk to an engine.
+#[derive(Clone, Debug)]
+pub struct EngineSpec {
+    /// The protocol.
+    pub protocol: Protocol,
+    /// The program and its arguments (the command split at white space; no quoting).
+    pub command: Vec<String>,
+    /// Options to set after the handshake, `(name, value)`.
+    pub options: Vec<(String, String)>,
+    /// The engine's rank numbers.
+    pub ranks: RankBase,
+}
+
+/// The node budget of a move when the limit names neither time nor simulations.
+const DEFAULT_NODES: u32 = 800;
+/// How long the handshake and `isready` may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a search without a move time may take.
+const NODES_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running engine process.
+struct Process {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    usemillisec: bool,
+    name: Option<String>,
+}
+
+/// Why a wait ended without the expected line.
+enum WaitError {
+    Timeout,
+    Closed,
+}
+
+impl Process {
+    fn spawn(spec: &EngineSpec) -> Result<Process, PlayerError> {
+        let program = spec
+            .command
+            .first()
+            .ok_or_else(|| PlayerError::Crashed("empty engine command".to_string()))?;
+        let mut child = Command::new(program)
+            .args(&spec.command[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| PlayerError::Crashed(format!("cannot start '{program}': {e}")))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(PlayerError::Crashed("no pipes to the engine".to_string()));
+        };
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let line = String::from_utf8_lossy(&buf).trim().to_string();
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let mut p = Process { child, stdin, lines, usemillisec: false, name: None };
+        p.handshake(spec)?;
+        Ok(p)
+    }
+
+    fn handshake(&mut self, spec: &EngineSpec) -> Result<(), PlayerError> {
+        let hello = spec.protocol.name();
+        self.send(hello)?;
+        let ok = format!("{hello}ok");
+        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+        let mut name = None;
+        let mut usemillisec = false;
+        self.wait_for(deadline, |line| {
+            if let Some(n) = line.strip_prefix("id name ") {
+                name = Some(n.trim().to_string());
+            }
+            let mut words = line.split_ascii_whitespace();
+            if words.next() == Some("option")
+                && words.next().is_some_and(|w| w.eq_ignore_ascii_case("usemillisec"))
+            {
+                usemillisec = true;
+            }
+            (line == ok).then_some(())
+        })
+        .map_err(|e| self.fail(e, &format!("no '{ok}' after '{hello}'")))?;
+        self.name = name;
+        if spec.protocol == Protocol::Ucci && usemillisec {
+            self.send("setoption usemillisec true")?;
+            self.usemillisec = true;
+        }
+        for (n, v) in &spec.options {
+            let line = match spec.protocol {
+                Protocol::Uci => format!("setoption name {n} value {v}"),
+                Protocol::Ucci => format!("setoption {n} {v}"),
+            };
+            self.send(&line)?;
+        }
+        self.ready()
+    }
+
+    fn ready(&mut self) -> Result<(), PlayerError> {
+        self.send("isready")?;
+        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+        self.wait_for(deadline, |line| (line == "readyok").then_some(()))
+            .map_err(|e| self.fail(e, "no 'readyok' after 'isready'"))
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), PlayerError> {
+        writeln!(self.stdin, "{line}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| PlayerError::Crashed(format!("cannot write to the engine: {e}")))
+    }
+
+    /// Reads lines until `f` accepts one or the deadline passes.
+    fn wait_for<T>(
+        &self,
+        deadline: Instant,
+        mut f: impl FnMut(&str) -> Option<T>,
+    ) -> Result<T, WaitError> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(t) = f(&line) {
+                        return Ok(t);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => return Err(WaitError::Timeout),
+                Err(RecvTimeoutError::Disconnected) => return Err(WaitError::Closed),
+            }
+        }
+    }
+
+    /// The player error for a failed wait, with the exit status of a dead process.
+    fn fail(&mut self, e: WaitError, what: &str) -> PlayerError {
+        match e {
+            WaitError::Timeout => PlayerError::Timeout(what.to_string()),
+            WaitError::Closed => {
+                let status = (0..20)
+                    .find_map(|_| match self.child.try_wait() {
+                        Ok(Some(s)) => Some(s.to_string()),
+                        Ok(None) => {
+                            thread::sleep(Duration::from_millis(5));
+                            None
+                        }
+                        Err(_) => Some("unknown status".to_string()),
+                    })
+                    .unwrap_or_else(|| "closed its output".to_string());
+                PlayerError::Crashed(format!("{what}: engine exited ({status})"))
+            }
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit").and_then(|()| self.stdin.flush());
+        for _ in 0..40 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An external engine as an arena [`Player`].
+pub struct EnginePlayer {
+    spec: EngineSpec,
+    name: String,
+    process: Option<Process>,
+}
+
+impl EnginePlayer {
+    /// Starts the engine and runs the handshake, so that a wrong command fails at once.
+    ///
+    /// # Errors
+    /// A [`PlayerError`] if the engine cannot be started or does not answer the handshake.
+    pub fn start(spec: EngineSpec) -> Result<EnginePlayer, PlayerError> {
+        let process = Process::spawn(&spec)?;
+        let fallback = spec.command.first().map_or("engine", |c| {
+            std::path::Path::new(c).file_name().and_then(|n| n.to_str()).unwrap_or(c)
+        });
+        let name = format!(
+            "{}:{}",
+            spec.protocol.name(),
+            process.name.clone().unwrap_or_else(|| fallback.to_string())
+        );
+        Ok(EnginePlayer { spec, name, process: Some(process) })
+    }
+
+    fn process(&mut self) -> Result<&mut Process, PlayerError> {
+        if self.process.is_none() {
+            self.process = Some(Process::spawn(&self.spec)?);
+        }
+        self.process.as_mut().ok_or_else(|| PlayerError::Crashed("no process".to_string()))
+    }
+
+    /// Runs `f` on the process; after a timeout or a crash the process is dropped (killed) so
+    /// that the next game starts a fresh one.
+    fn with_process<T>(
+        &mut self,
+        f: impl FnOnce(&mut Process, &EngineSpec) -> Result<T, PlayerError>,
+    ) -> Result<T, PlayerError> {
+        let spec = self.spec.clone();
+        let result = self.process().and_then(|p| f(p, &spec));
+        if matches!(result, Err(PlayerError::Timeout(_) | PlayerError::Crashed(_))) {
+            if let Some(p) = self.process.as_mut() {
+                let _ = p.send("stop");
+                let _ = p.child.kill();
+            }
+            self.process = None;
+        }
+        result
+    }
+}
+
+fn position_command(game: &Game, ranks: RankBase) -> String {
+    let mut line = format!("position fen {}", game.start().fen());
+    if !game.moves().is_empty() {
+        line.push_str(" moves");
+        for m in game.moves() {
+            line.push(' ');
+            line.push_str(&m.to_uci(ranks));
+        }
+    }
+    line
+}
+
+fn go_command(protocol: Protocol, limit: &MoveLimit, usemillisec: bool) -> String {
+    match (protocol, limit.movetime, limit.simulations) {
+        (Protocol::Uci, Some(t), _) => format!("go movetime {}", t.as_millis().max(1)),
+        (Protocol::Ucci, Some(t), _) if usemillisec => {
+            format!("go time {} movestogo 1", t.as_millis().max(1))
+        }
+        (Protocol::Ucci, Some(t), _) => format!("go time {} movestogo 1", t.as_secs().max(1)),
+        (_, None, Some(n)) => format!("go nodes {n}"),
+        (_, None, None) => format!("go nodes {DEFAULT_NODES}"),
+    }
+}
+
+impl Player for EnginePlayer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn new_game(&mut self, _game_id: u64) -> Result<(), PlayerError> {
+        self.with_process(|p, spec| {
+            if spec.protocol == Protocol::Uci {
+                p.send("ucinewgame")?;
+            }
+            p.ready()
+        })
+    }
+
+    fn choose_move(&mut self, game: &Game, limit: &MoveLimit) -> Result<Move, PlayerError> {
+        let limit = *limit;
+        self.with_process(|p, spec| {
+            p.send(&position_command(game, spec.ranks))?;
+            p.send(&go_command(spec.protocol, &limit, p.usemillisec))?;
+            let wait = limit.deadline().unwrap_or(NODES_TIMEOUT);
+            let answer = p
+                .wait_for(Instant::now() + wait, |line| {
+                    let mut words = line.split_ascii_whitespace();
+                    match words.next() {
+                        Some("bestmove") => Some(words.next().map(str::to_string)),
+                        Some("nobestmove") => Some(None),
+                        _ => None,
+                    }
+                })
+                .map_err(|e| match e {
+                    WaitError::Timeout => {
+                        PlayerError::Timeout(format!("no bestmove within {} ms", wait.as_millis()))
+                    }
+                    WaitError::Closed => p.fail(WaitError::Closed, "while searching"),
+                })?;
+            let text = match answer.as_deref() {
+                None | Some("(none)") => {
+                    return Err(PlayerError::Failed("the engine reports no move".to_string()));
+                }
+                Some(t) => t,
+            };
+            Move::from_uci(text, spec.ranks).map_err(|e| PlayerError::Illegal(e.to_string()))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xiangqi::{Position, RuleSet};
+
+    #[test]
+    fn commands_use_the_engine_ranks() {
+        let mut game = Game::new(Position::start(), RuleSet::Asian);
+        assert_eq!(
+            position_command(&game, RankBase::Zero),
+            format!("position fen {}", Position::start().fen())
+        );
+        let m = game.position().parse_uci("h2e2").unwrap();
+        game.play(m).unwrap();
+        assert!(position_command(&game, RankBase::One).ends_with(" moves h3e3"));
+        let limit = MoveLimit {
+            simulations: Some(50),
+            movetime: Some(Duration::from_millis(1500)),
+            margin: Duration::ZERO,
+        };
+        assert_eq!(go_command(Protocol::Uci, &limit, false), "go movetime 1500");
+        assert_eq!(go_command(Protocol::Ucci, &limit, true), "go time 1500 movestogo 1");
+        assert_eq!(go_command(Protocol::Ucci, &limit, false), "go time 1 movestogo 1");
+        let nodes = MoveLimit { movetime: None, ..limit };
+        assert_eq!(go_command(Protocol::Uci, &nodes, false), "go nodes 50");
+    }
+
+    #[test]
+    fn a_missing_program_fails_to_start() {
+        let spec = EngineSpec {
+            protocol: Protocol::Uci,
+            command: vec!["/nonexistent/engine-xyz".to_string()],
+            options: Vec::new(),
+            ranks: RankBase::Zero,
+        };
+        let err = EnginePlayer::start(spec).err().expect("no such program");
+        assert!(matches!(err, PlayerError::Crashed(_)), "{err}");
+    }
+}

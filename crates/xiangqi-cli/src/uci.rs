@@ -1,0 +1,849 @@
+//! `xqz uci [--net PATH]`: the engine protocol loop, UCI (as Pikafish speaks it) and UCCI.
+//!
+//! Commands are read from standard input, one per line; answers go to standard output.
+//!
+//! | command | answer |
+//! |---|---|
+//! | `uci` | `id name xiangqi-zero VERSION`, `id author ...`, `option name ...` lines, `uciok` |
+//! | `ucci` | `id ...`, options in UCCI syntax (`option usemillisec type check default false`), `ucciok` |
+//! | `isready` | `readyok` (also while searching) |
+//! | `ucinewgame` | start position, banned moves cleared |
+//! | `setoption name N [value V]` / UCCI `setoption N V` | options below |
+//! | `position startpos\|fen FEN [moves M...]`; a bare `startpos ...` or `fen ...` line | the position, with its history for repetition verdicts |
+//! | `banmoves M...` (UCCI) | those moves are excluded from the next search |
+//! | `go` with `nodes`, `movetime`, `depth`, `wtime btime winc binc movestogo`, `infinite`, `ponder`, `searchmoves`; UCCI `time increment opptime oppincrement movestogo depth nodes` | `info ...` lines, then `bestmove M [ponder P]`; `bestmove (none)` (UCI) or `nobestmove` (UCCI) without a legal move |
+//! | `stop` | the running search ends and prints `bestmove` within milliseconds |
+//! | `ponderhit` | a `go ponder` search now runs under its time limit |
+//! | `d` | `info string` with the FEN and the verdict of the rules |
+//! | `quit` | ends (UCCI: after `bye`) |
+//!
+//! Options (UCI names; UCCI takes them in lower case, and `hashsize` for `Hash`):
+//! `Threads` (spin 1–256, accepted for GUIs, the search runs on one thread), `Hash` (spin, MB:
+//! the most memory the search tree may take), `MultiPV` (spin 1–128), `Simulations` (spin, the
+//! budget of a `go` without limits, default 800), `NetPath` (string; no network can be loaded
+//! yet), `Rules` (combo `asian`/`simple`), and in UCCI `usemillisec` (check: clock values in
+//! milliseconds instead of seconds).
+//!
+//! Robustness: an unknown command or option, a bad option value, an illegal move or a
+//! malformed FEN is answered by `info string ...`; the engine keeps a defined state (for a bad
+//! FEN the previous position; for an illegal move the position before it). Lines longer than
+//! 1 MiB are refused. No input makes it panic or hang.
+//!
+//! Scores and limits: see [`crate::uci_search`].
+
+use std::io::{self, BufRead, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use xiangqi::{Game, Move, Position, RuleSet, Setup, Validation};
+use xiangqi_search::{Evaluator, UniformEvaluator};
+
+use crate::uci_search::{self, Controls, Job};
+
+/// The message for any attempt to play with a network before the network crate exists.
+pub const NET_UNAVAILABLE: &str = "network players need the xiangqi-nn crate: not yet available";
+
+/// Longest input line accepted.
+const MAX_LINE: usize = 1 << 20;
+
+/// Arguments of `xqz uci`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Network to evaluate positions with (not yet available: the search uses uniform priors).
+    #[arg(long)]
+    net: Option<PathBuf>,
+}
+
+/// Which protocol the engine answers in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// UCI (the default until `ucci` is received).
+    Uci,
+    /// UCCI.
+    Ucci,
+}
+
+/// A shared, line-flushed output.
+#[derive(Clone)]
+pub struct Output(Arc<Mutex<Box<dyn Write + Send>>>);
+
+impl Output {
+    /// Output to `w`.
+    pub fn new(w: Box<dyn Write + Send>) -> Output {
+        Output(Arc::new(Mutex::new(w)))
+    }
+
+    /// Writes one line and flushes it (errors are ignored: a closed pipe ends the input too).
+    pub fn line(&self, text: &str) {
+        let mut w = match self.0.lock() {
+            Ok(w) => w,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let _ = writeln!(w, "{text}").and_then(|()| w.flush());
+    }
+}
+
+/// Engine options.
+#[derive(Clone, Debug)]
+struct Options {
+    threads: u64,
+    hash_mb: u64,
+    multipv: u64,
+    simulations: u64,
+    net_path: String,
+    rules: RuleSet,
+    usemillisec: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: 1,
+            hash_mb: 256,
+            multipv: 1,
+            simulations: 800,
+            net_path: String::new(),
+            rules: RuleSet::Asian,
+            usemillisec: false,
+        }
+    }
+}
+
+/// A search in progress.
+struct Running {
+    controls: Arc<Controls>,
+    /// Budget to apply at `ponderhit`.
+    ponder_time: Option<Duration>,
+    handle: JoinHandle<()>,
+}
+
+/// The state of the protocol loop.
+pub struct Engine<E: Evaluator<Game> + Send + 'static> {
+    out: Output,
+    dialect: Dialect,
+    options: Options,
+    game: Game,
+    banned: Vec<Move>,
+    evaluator: Arc<Mutex<E>>,
+    running: Option<Running>,
+}
+
+/// Whether to go on reading commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Read the next command.
+    Continue,
+    /// `quit` was received.
+    Quit,
+}
+
+/// Limits of one `go`, as parsed.
+#[derive(Clone, Debug, Default)]
+struct Go {
+    nodes: Option<u64>,
+    depth: Option<u32>,
+    movetime: Option<Duration>,
+    /// Own remaining time and increment (UCI: by colour; UCCI: `time`, `increment`).
+    wtime: Option<Duration>,
+    btime: Option<Duration>,
+    winc: Option<Duration>,
+    binc: Option<Duration>,
+    time: Option<Duration>,
+    increment: Option<Duration>,
+    movestogo: Option<u32>,
+    infinite: bool,
+    ponder: bool,
+    searchmoves: Vec<String>,
+}
+
+const GO_KEYWORDS: [&str; 21] = [
+    "nodes",
+    "depth",
+    "movetime",
+    "wtime",
+    "btime",
+    "winc",
+    "binc",
+    "time",
+    "increment",
+    "opptime",
+    "oppincrement",
+    "movestogo",
+    "infinite",
+    "ponder",
+    "draw",
+    "searchmoves",
+    "mate",
+    "perft",
+    "nodestime",
+    "hashfull",
+    "wdl",
+];
+
+impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
+    /// An engine at the start position that searches with `evaluator` and writes to `out`.
+    pub fn new(evaluator: E, out: Output) -> Engine<E> {
+        let options = Options::default();
+        Engine {
+            out,
+            dialect: Dialect::Uci,
+            game: Game::new(Position::start(), options.rules),
+            options,
+            banned: Vec::new(),
+            evaluator: Arc::new(Mutex::new(evaluator)),
+            running: None,
+        }
+    }
+
+    fn info(&self, text: &str) {
+        // One line: never let input with line breaks forge protocol output.
+        let clean: String =
+            text.chars().map(|c| if c.is_control() { ' ' } else { c }).take(500).collect();
+        self.out.line(&format!("info string {clean}"));
+    }
+
+    /// Handles one input line.
+    pub fn handle_line(&mut self, line: &str) -> Flow {
+        let line = line.trim();
+        let mut words = line.split_ascii_whitespace();
+        let Some(command) = words.next() else { return Flow::Continue };
+        let rest: Vec<&str> = words.collect();
+        match command {
+            "uci" => self.hello(Dialect::Uci),
+            "ucci" => self.hello(Dialect::Ucci),
+            "isready" => self.out.line("readyok"),
+            "ucinewgame" => {
+                self.stop_search();
+                self.game = Game::new(Position::start(), self.options.rules);
+                self.banned.clear();
+            }
+            "setoption" => self.set_option(&rest),
+            "position" => {
+                self.stop_search();
+                self.set_position(&rest);
+            }
+            "fen" | "startpos" => {
+                self.stop_search();
+                let mut all = vec![command];
+                all.extend_from_slice(&rest);
+                self.set_position(&all);
+            }
+            "banmoves" => self.ban_moves(&rest),
+            "go" => self.go(&rest),
+            "stop" => self.stop_search(),
+            "ponderhit" => self.ponderhit(),
+            "d" => self.display(),
+            "debug" | "register" => {}
+            "quit" => {
+                self.stop_search();
+                if self.dialect == Dialect::Ucci {
+                    self.out.line("bye");
+                }
+                return Flow::Quit;
+            }
+            other => {
+                let shown: String = other.chars().take(40).collect();
+                self.info(&format!("unknown command '{shown}'"));
+            }
+        }
+        Flow::Continue
+    }
+
+    fn hello(&mut self, dialect: Dialect) {
+        self.dialect = dialect;
+        let version = env!("CARGO_PKG_VERSION");
+        let o = &self.options;
+        let defaults = Options::default();
+        match dialect {
+            Dialect::Uci => {
+                for line in [
+                    format!("id name xiangqi-zero {version}"),
+                    "id author the xiangqi-zero authors".to_string(),
+                    format!("option name Threads type spin default {} min 1 max 256", o.threads),
+                    format!("option name Hash type spin default {} min 1 max 65536", o.hash_mb),
+                    format!("option name MultiPV type spin default {} min 1 max 128", o.multipv),
+                    format!(
+                        "option name Simulations type spin default {} min 1 max {}",
+                        defaults.simulations,
+                        uci_search::MAX_SIMULATIONS
+                    ),
+                    "option name NetPath type string default <empty>".to_string(),
+                    "option name Rules type combo default asian var asian var simple".to_string(),
+                    "uciok".to_string(),
+                ] {
+                    self.out.line(&line);
+                }
+            }
+            Dialect::Ucci => {
+                for line in [
+                    format!("id name xiangqi-zero {version}"),
+                    "id copyright the xiangqi-zero authors, MIT or Apache-2.0".to_string(),
+                    "id author the xiangqi-zero authors".to_string(),
+                    "option usemillisec type check default false".to_string(),
+                    format!("option hashsize type spin min 1 max 65536 default {}", o.hash_mb),
+                    format!("option threads type spin min 1 max 256 default {}", o.threads),
+                    format!(
+                        "option simulations type spin min 1 max {} default {}",
+                        uci_search::MAX_SIMULATIONS,
+                        defaults.simulations
+                    ),
+                    "option netpath type string default".to_string(),
+                    "option rules type combo var asian var simple default asian".to_string(),
+                    "ucciok".to_string(),
+                ] {
+                    self.out.line(&line);
+                }
+            }
+        }
+    }
+
+    fn set_option(&mut self, words: &[&str]) {
+        // UCI: `name N... [value V...]`; UCCI: `N V...`.
+        let (name, value) = if words.first() == Some(&"name") {
+            let rest = &words[1..];
+            match rest.iter().position(|w| *w == "value") {
+                Some(i) => (rest[..i].join(" "), rest[i + 1..].join(" ")),
+                None => (rest.join(" "), String::new()),
+            }
+        } else {
+            match words.split_first() {
+                Some((n, v)) => (n.to_string(), v.join(" ")),
+                None => (String::new(), String::new()),
+            }
+        };
+        if name.is_empty() {
+            self.info("setoption: missing option name");
+            return;
+        }
+        let key = name.to_ascii_lowercase();
+        let spin = |max: u64| -> Result<u64, String> {
+            value.trim().parse::<u64>().ok().filter(|v| (1..=max).contains(v)).ok_or_else(|| {
+                format!("option {name}: '{value}' is not a whole number in 1..={max}")
+            })
+        };
+        let result: Result<(), String> = match key.as_str() {
+            "threads" => spin(256).map(|v| self.options.threads = v),
+            "hash" | "hashsize" => spin(65536).map(|v| self.options.hash_mb = v),
+            "multipv" => spin(128).map(|v| self.options.multipv = v),
+            "simulations" => {
+                spin(uci_search::MAX_SIMULATIONS).map(|v| self.options.simulations = v)
+            }
+            "netpath" => {
+                self.options.net_path = value.clone();
+                if value.trim().is_empty() || value.trim() == "<empty>" {
+                    Ok(())
+                } else {
+                    Err(format!("{NET_UNAVAILABLE}; searching with uniform priors"))
+                }
+            }
+            "rules" => match value.trim().to_ascii_lowercase().parse::<RuleSet>() {
+                Ok(rules) => {
+                    self.options.rules = rules;
+                    self.rejudge();
+                    Ok(())
+                }
+                Err(e) => Err(format!("option Rules: {e}")),
+            },
+            "usemillisec" => match value.trim().to_ascii_lowercase().as_str() {
+                "true" | "on" => {
+                    self.options.usemillisec = true;
+                    Ok(())
+                }
+                "false" | "off" => {
+                    self.options.usemillisec = false;
+                    Ok(())
+                }
+                _ => Err(format!("option usemillisec: '{value}' is not true or false")),
+            },
+            // Sent by some GUIs to every engine; nothing to do.
+            "ponder" | "uci_showwdl" | "newgame" => Ok(()),
+            _ => {
+                let shown: String = name.chars().take(40).collect();
+                Err(format!("unknown option '{shown}'"))
+            }
+        };
+        if let Err(e) = result {
+            self.info(&e);
+        }
+    }
+
+    /// Replays the current game under the current rules (after `Rules` changes).
+    fn rejudge(&mut self) {
+        let mut game = Game::new(*self.game.start(), self.options.rules);
+        for &m in self.game.moves() {
+            if game.play(m).is_err() {
+                self.info("the game ended earlier under the new rules; later moves dropped");
+                break;
+            }
+        }
+        self.game = game;
+    }
+
+    fn set_position(&mut self, words: &[&str]) {
+        let moves_at = words.iter().position(|w| *w == "moves");
+        let head = &words[..moves_at.unwrap_or(words.len())];
+        let start = match head.split_first() {
+            Some((&"startpos", [])) => Position::start(),
+            Some((&"fen", fen)) if !fen.is_empty() => {
+                match Position::from_fen_with(&fen.join(" "), Validation::Lenient) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        self.info(&format!("{e}; keeping the previous position"));
+                        return;
+                    }
+                }
+            }
+            _ => {
+                self.info("position: expected 'startpos' or 'fen FEN', then 'moves ...'; keeping the previous position");
+                return;
+            }
+        };
+        let mut game = Game::new(start, self.options.rules);
+        if let Some(i) = moves_at {
+            for (k, text) in words[i + 1..].iter().enumerate() {
+                let played = game
+                    .position()
+                    .parse_uci(text)
+                    .map_err(|e| e.to_string())
+                    .and_then(|m| game.play(m).map_err(|e| e.to_string()));
+                if let Err(e) = played {
+                    let shown: String = text.chars().take(16).collect();
+                    self.info(&format!(
+                        "position: move {} '{shown}': {e}; position set to the one before it",
+                        k + 1
+                    ));
+                    break;
+                }
+            }
+        }
+        self.game = game;
+        self.banned.clear();
+    }
+
+    fn ban_moves(&mut self, words: &[&str]) {
+        self.banned.clear();
+        for text in words {
+            match self.game.position().parse_uci(text) {
+                Ok(m) => self.banned.push(m),
+                Err(e) => self.info(&format!("banmoves: {e}; ignored")),
+            }
+        }
+    }
+
+    fn display(&self) {
+        let verdict = self.game.outcome().map_or_else(|| "* -".to_string(), |o| o.to_string());
+        self.info(&format!(
+            "fen {} rules {} plies {} outcome {verdict}",
+            self.game.position().fen(),
+            self.options.rules,
+            self.game.len()
+        ));
+    }
+
+    /// Milliseconds, or seconds in UCCI unless `usemillisec` is on.
+    fn clock_value(&self, text: &str) -> Option<Duration> {
+        let v: f64 = text.parse().ok().filter(|v: &f64| v.is_finite())?;
+        let v = v.clamp(0.0, 1e12);
+        let ms =
+            if self.dialect == Dialect::Ucci && !self.options.usemillisec { v * 1000.0 } else { v };
+        Some(Duration::from_micros((ms * 1000.0) as u64))
+    }
+
+    fn parse_go(&self, words: &[&str]) -> Go {
+        let mut go = Go::default();
+        let mut i = 0;
+        while i < words.len() {
+            let key = words[i];
+            i += 1;
+            let value = words.get(i).copied().filter(|v| !GO_KEYWORDS.contains(v));
+            let mut used = true;
+            let mut bad = false;
+            match key {
+                "infinite" => {
+                    go.infinite = true;
+                    used = false;
+                }
+                "ponder" => {
+                    go.ponder = true;
+                    used = false;
+                }
+                "draw" => used = false,
+                "searchmoves" => {
+                    while let Some(w) = words.get(i).filter(|w| !GO_KEYWORDS.contains(*w)) {
+                        go.searchmoves.push(w.to_string());
+                        i += 1;
+                    }
+                    used = false;
+                }
+                "nodes" => match value.and_then(|v| v.parse::<u64>().ok()) {
+                    Some(n) => go.nodes = Some(n.clamp(1, uci_search::MAX_SIMULATIONS)),
+                    None => bad = true,
+                },
+                "depth" => match value.and_then(|v| v.parse::<u32>().ok()) {
+                    Some(d) => go.depth = Some(d),
+                    None => bad = true,
+                },
+                "movestogo" => match value.and_then(|v| v.parse::<u32>().ok()) {
+                    Some(d) => go.movestogo = Some(d),
+                    None => bad = true,
+                },
+                "movetime" | "wtime" | "btime" | "winc" | "binc" | "time" | "increment" => {
+                    // movetime is always in milliseconds.
+                    let parsed = if key == "movetime" {
+                        value
+                            .and_then(|v| v.parse::<f64>().ok())
+                            .filter(|v| v.is_finite())
+                            .map(|v| Duration::from_micros((v.clamp(0.0, 1e12) * 1000.0) as u64))
+                    } else {
+                        value.and_then(|v| self.clock_value(v))
+                    };
+                    match parsed {
+                        Some(d) => {
+                            let slot = match key {
+                                "movetime" => &mut go.movetime,
+                                "wtime" => &mut go.wtime,
+                                "btime" => &mut go.btime,
+                                "winc" => &mut go.winc,
+                                "binc" => &mut go.binc,
+                                "time" => &mut go.time,
+                                _ => &mut go.increment,
+                            };
+                            *slot = Some(d);
+                        }
+                        None => bad = true,
+                    }
+                }
+                "opptime" | "oppincrement" | "mate" | "nodestime" => {
+                    if value.is_none() {
+                        bad = true;
+                    }
+                }
+                other => {
+                    let shown: String = other.chars().take(24).collect();
+                    self.info(&format!("go: unknown parameter '{shown}' ignored"));
+                    used = false;
+                }
+            }
+            if bad {
+                let shown: String = value.unwrap_or("").chars().take(24).collect();
+                self.info(&format!("go: bad value '{shown}' for {key}; ignored"));
+                if value.is_none() {
+                    used = false;
+                }
+            }
+            if used {
+                i += 1;
+            }
+        }
+        go
+    }
+
+    fn go(&mut self, words: &[&str]) {
+        self.stop_search();
+        let go = self.parse_go(words);
+        let banned_by_command = std::mem::take(&mut self.banned);
+        let dialect = self.dialect;
+        let no_move = || match dialect {
+            Dialect::Uci => "bestmove (none)",
+            Dialect::Ucci => "nobestmove",
+        };
+        let mut root = self.game.clone();
+        if let Some(o) = root.outcome() {
+            if !root.position().has_legal_move() {
+                if dialect == Dialect::Uci {
+                    self.out.line("info depth 0 score mate 0");
+                }
+                self.out.line(no_move());
+                return;
+            }
+            self.info(&format!(
+                "the rules have ended this game ({o}); searching the position without its history"
+            ));
+            let mut setup: Setup = root.position().to_setup();
+            setup.halfmove_clock = 0;
+            setup.fullmove_number = 1;
+            root = match Position::from_setup(&setup, Validation::Lenient) {
+                Ok(p) => Game::new(p, self.options.rules),
+                Err(_) => Game::new(*root.position(), self.options.rules),
+            };
+        }
+        let legal = root.legal_moves();
+        let mut banned: Vec<Move> =
+            legal.iter().copied().filter(|m| banned_by_command.contains(m)).collect();
+        if !go.searchmoves.is_empty() {
+            let allowed: Vec<Move> =
+                go.searchmoves.iter().filter_map(|t| root.position().parse_uci(t).ok()).collect();
+            if allowed.is_empty() {
+                self.info("go: no legal move in searchmoves; searching every move");
+            } else {
+                banned.extend(legal.iter().copied().filter(|m| !allowed.contains(m)));
+            }
+        }
+        if !legal.is_empty() && legal.iter().all(|m| banned.contains(m)) {
+            self.info("every legal move is excluded; searching them all");
+            banned.clear();
+        }
+        if root.is_over() {
+            // Still decided without history (dead material): any allowed move will do.
+            let m = legal.iter().copied().find(|m| !banned.contains(m));
+            match m {
+                Some(m) => self.out.line(&format!("bestmove {m}")),
+                None => self.out.line(no_move()),
+            }
+            return;
+        }
+        let turn = root.position().turn();
+        let (own, inc) = match dialect {
+            Dialect::Uci if turn == xiangqi::Color::Red => {
+                (go.wtime.or(go.time), go.winc.or(go.increment))
+            }
+            Dialect::Uci => (go.btime.or(go.time), go.binc.or(go.increment)),
+            Dialect::Ucci => (
+                go.time.or(if turn == xiangqi::Color::Red { go.wtime } else { go.btime }),
+                go.increment,
+            ),
+        };
+        let time = go.movetime.or_else(|| {
+            own.map(|t| uci_search::time_budget(t, inc.unwrap_or_default(), go.movestogo))
+        });
+        let simulations = match (go.nodes, go.depth) {
+            (Some(n), _) => Some(n),
+            (None, Some(d)) => Some(uci_search::depth_simulations(d)),
+            (None, None) if time.is_none() => Some(self.options.simulations),
+            (None, None) => None,
+        };
+        let hash = (self.options.hash_mb as usize).saturating_mul(1 << 20);
+        let max_nodes = (hash / uci_search::bytes_per_node(root.len())).max(64);
+        let job = Job {
+            game: root,
+            banned,
+            simulations,
+            time: if go.ponder { None } else { time },
+            multipv: self.options.multipv as usize,
+            max_nodes,
+            dialect,
+        };
+        let controls = Arc::new(Controls::new(go.infinite || go.ponder, job.time));
+        let handle = uci_search::spawn(
+            job,
+            Arc::clone(&self.evaluator),
+            Arc::clone(&controls),
+            self.out.clone(),
+        );
+        self.running = Some(Running {
+            controls,
+            ponder_time: if go.ponder && !go.infinite { time } else { None },
+            handle,
+        });
+    }
+
+    fn ponderhit(&mut self) {
+        if let Some(r) = &self.running {
+            let c = &r.controls;
+            if let Some(t) = r.ponder_time {
+                let now = c.started.elapsed() + t;
+                c.deadline_ms.store(now.as_millis() as u64, Ordering::Relaxed);
+            }
+            c.infinite.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Stops the running search, if any, and waits for its `bestmove`.
+    pub fn stop_search(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.controls.stop.store(true, Ordering::Relaxed);
+            if r.handle.join().is_err() {
+                self.info("the search thread failed");
+            }
+        }
+    }
+}
+
+impl<E: Evaluator<Game> + Send + 'static> Drop for Engine<E> {
+    fn drop(&mut self) {
+        self.stop_search();
+    }
+}
+
+/// What reading one line found.
+enum LineRead {
+    Line,
+    TooLong,
+    Eof,
+}
+
+/// Reads one line into `buf` (without its end), at most [`MAX_LINE`] bytes; a longer line is
+/// skipped to its end.
+fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<LineRead> {
+    buf.clear();
+    let n = r.by_ref().take(MAX_LINE as u64).read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(LineRead::Eof);
+    }
+    if buf.last() == Some(&b'\n') || n < MAX_LINE {
+        return Ok(LineRead::Line);
+    }
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        if let Some(i) = chunk.iter().position(|&b| b == b'\n') {
+            r.consume(i + 1);
+            break;
+        }
+        let len = chunk.len();
+        r.consume(len);
+    }
+    Ok(LineRead::TooLong)
+}
+
+/// Runs the protocol loop on `input` until `quit` or the end of input.
+///
+/// # Errors
+/// I/O errors reading `input`.
+pub fn serve<E: Evaluator<Game> + Send + 'static>(
+    engine: &mut Engine<E>,
+    input: &mut impl BufRead,
+) -> io::Result<()> {
+    let mut buf = Vec::new();
+    loop {
+        match read_line(input, &mut buf)? {
+            LineRead::Eof => break,
+            LineRead::TooLong => engine.info("input line longer than 1 MiB ignored"),
+            LineRead::Line => {
+                let line = String::from_utf8_lossy(&buf);
+                if engine.handle_line(&line) == Flow::Quit {
+                    break;
+                }
+            }
+        }
+    }
+    engine.stop_search();
+    Ok(())
+}
+
+/// Runs the command.
+///
+/// # Errors
+/// `--net` (no network can be loaded yet) and I/O errors on standard input.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.net {
+        anyhow::bail!("{NET_UNAVAILABLE} (--net {})", path.display());
+    }
+    let mut engine = Engine::new(UniformEvaluator, Output::new(Box::new(io::stdout())));
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    serve(&mut engine, &mut input)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Collects output lines.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().map_err(|_| io::Error::other("poisoned"))?.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Runs the script line by line, waiting after each `go` for its `bestmove`.
+    fn run_script(script: &str) -> Vec<String> {
+        let sink = Sink::default();
+        let lines = || -> Vec<String> {
+            let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+            text.lines().map(str::to_string).collect()
+        };
+        let answered = |l: &String| l.starts_with("bestmove") || l == "nobestmove";
+        let mut engine = Engine::new(UniformEvaluator, Output::new(Box::new(sink.clone())));
+        for line in script.lines() {
+            let before = lines().iter().filter(|l| answered(l)).count();
+            if engine.handle_line(line) == Flow::Quit {
+                break;
+            }
+            if line.starts_with("go") {
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while lines().iter().filter(|l| answered(l)).count() == before {
+                    assert!(std::time::Instant::now() < deadline, "no bestmove: {:?}", lines());
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+        }
+        drop(engine);
+        lines()
+    }
+
+    #[test]
+    fn long_lines_are_skipped() {
+        let mut input = format!("{}\nisready\n", "x".repeat(MAX_LINE + 10));
+        input.push_str("uci\n");
+        let sink = Sink::default();
+        let mut engine = Engine::new(UniformEvaluator, Output::new(Box::new(sink.clone())));
+        serve(&mut engine, &mut input.as_bytes()).unwrap();
+        drop(engine);
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert!(text.starts_with("info string input line longer"), "{text}");
+        assert!(text.contains("readyok\n") && text.ends_with("uciok\n"), "{text}");
+    }
+
+    #[test]
+    fn go_nodes_gives_a_legal_bestmove() {
+        let out = run_script("uci\nposition startpos moves h2e2\ngo nodes 64\n");
+        assert!(out.contains(&"uciok".to_string()));
+        let best = out.iter().find_map(|l| l.strip_prefix("bestmove ")).unwrap();
+        let mv = best.split_whitespace().next().unwrap();
+        let mut pos = Position::start();
+        pos.play(pos.parse_uci("h2e2").unwrap()).unwrap();
+        assert!(pos.parse_uci(mv).is_ok(), "{mv}");
+        let info = out.iter().find(|l| l.starts_with("info depth")).unwrap();
+        assert!(info.contains(" score cp ") && info.contains(" wdl ") && info.contains(" pv "));
+    }
+
+    #[test]
+    fn bad_input_is_explained() {
+        let out = run_script(
+            "foo\nsetoption name Bogus value 1\nsetoption name Hash value x\nposition fen 9/9 w\n\
+             position startpos moves h2e2 h2e2\nposition\ngo nodes\nd\n",
+        );
+        let infos: Vec<&String> = out.iter().filter(|l| l.starts_with("info string")).collect();
+        assert!(infos.len() >= 6, "{out:?}");
+        // The bad move left the position after h2e2.
+        assert!(
+            out.iter().any(|l| l.contains("1C2C4") && l.starts_with("info string fen")),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn ucci_mate_and_nobestmove() {
+        let out = run_script(
+            "ucci\nposition fen 4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1\ngo depth 6\n\
+             position fen 4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1 moves b7b9\ngo depth 3\nquit\n",
+        );
+        assert!(out.contains(&"ucciok".to_string()));
+        assert!(
+            out.iter()
+                .any(|l| l == "bestmove b7b9" || l == "bestmove a8f8" || l == "bestmove b7f7"),
+            "{out:?}"
+        );
+        assert!(
+            out.iter().any(|l| l.starts_with("info depth") && l.contains("score 9999")),
+            "{out:?}"
+        );
+        assert!(out.contains(&"nobestmove".to_string()));
+        assert_eq!(out.last().map(String::as_str), Some("bye"));
+    }
+}

@@ -1,0 +1,400 @@
+//! The search thread of `xqz uci`: limits, time management, `info` lines and `bestmove`.
+//!
+//! A search runs on its own thread and checks, after every evaluation batch (a few leaves),
+//! an [`AtomicBool`] set by `stop`, so `stop` gets its `bestmove` within milliseconds. It prints
+//! an `info` line at least every 500 ms and once at the end, then `bestmove`.
+//!
+//! # Limits
+//! * `nodes N`: N simulations. `depth D`: `16 · 2^min(D, 20)` simulations (depth 1 = 32,
+//!   depth 5 = 512, depth 10 = 16 384): MCTS has no depth, so depth is a budget scale.
+//! * `movetime MS`: search for that long. Clock fields: see [`time_budget`].
+//! * `infinite` (and `ponder` until `ponderhit`): until `stop`.
+//! * With none of these, the `Simulations` option (default 800).
+//! * Always: the tree stops growing at the `Hash` size (see [`bytes_per_node`]); a timed search
+//!   then ends early, an infinite one waits for `stop`.
+//!
+//! # Scores
+//! The value `v ∈ [-1, 1]` of the best move for the side to move (its mean backed-up value) is
+//! shown as `score cp C` with `C = 111.7 · tan(1.562 · v)` (the mapping of Leela Chess Zero),
+//! clamped to ±9000, and `wdl W D L` with `W = 500 (1 + v)`, `L = 1000 − W`, `D = 0` (the
+//! search keeps no draw probability yet). When the principal variation ends in a decisive
+//! verdict of the rules and the best move's value is beyond ±0.9, the score is `mate ±M` with
+//! `M` the moves (not plies) to that verdict. UCCI prints `score C` without `cp`, mates as
+//! `±(10000 − plies)`, and no `wdl` or `multipv`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use xiangqi::{Game, Move};
+use xiangqi_search::arena::drive_search;
+use xiangqi_search::{
+    EvalBuffer, EvalRequest, Evaluator, NodeId, NodeStatus, Search, SearchConfig, Tree, game_rng,
+};
+
+use crate::uci::{Dialect, Output};
+
+/// How often `info` is printed while searching.
+const INFO_INTERVAL: Duration = Duration::from_millis(500);
+/// Simulations per search chunk when the limit is a time or `stop`.
+const CHUNK: u32 = 1 << 16;
+/// Largest simulation budget of one search.
+pub const MAX_SIMULATIONS: u64 = 1 << 30;
+
+/// The simulation budget of `go depth D`: `16 · 2^min(D, 20)`.
+pub fn depth_simulations(depth: u32) -> u64 {
+    16u64 << depth.min(20)
+}
+
+/// The time to spend on one move from the clock: with `t` the remaining time, `inc` the
+/// increment and `mtg` the moves to go (30 when not given),
+/// `budget = clamp(t / mtg + 0.8 · inc, 1 ms, t − reserve)` where
+/// `reserve = min(t / 2, 50 ms + t / 20)`, so a move never uses more than the time left minus
+/// a safety margin.
+pub fn time_budget(remaining: Duration, increment: Duration, movestogo: Option<u32>) -> Duration {
+    let t = remaining.as_secs_f64() * 1000.0;
+    let inc = increment.as_secs_f64() * 1000.0;
+    let mtg = f64::from(movestogo.filter(|&m| m > 0).unwrap_or(30));
+    let base = t / mtg + 0.8 * inc;
+    let reserve = (50.0 + t / 20.0).min(t / 2.0);
+    let cap = (t - reserve).max(1.0);
+    Duration::from_micros((base.clamp(1.0, cap) * 1000.0) as u64)
+}
+
+/// A rough size of one tree node in bytes for a game with `history` plies: the node, its game
+/// state (position and history) and about 40 edges.
+pub fn bytes_per_node(history: usize) -> usize {
+    std::mem::size_of::<Game>() + 10 * history + 40 * 10 + 200
+}
+
+/// What one `go` asks for.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// The root: not over.
+    pub game: Game,
+    /// Root moves the search must not play (banmoves, or moves outside searchmoves). Never all
+    /// of them.
+    pub banned: Vec<Move>,
+    /// Simulation budget; `None` for no limit.
+    pub simulations: Option<u64>,
+    /// Time budget from the start of the search; `None` for no limit.
+    pub time: Option<Duration>,
+    /// Lines of `info` for the best moves (UCI `MultiPV`).
+    pub multipv: usize,
+    /// Most tree nodes.
+    pub max_nodes: usize,
+    /// Output dialect.
+    pub dialect: Dialect,
+}
+
+/// Shared controls of a running search.
+#[derive(Debug)]
+pub struct Controls {
+    /// Set by `stop` and `quit`.
+    pub stop: AtomicBool,
+    /// While set (`go infinite`, `go ponder` before `ponderhit`), limits are ignored.
+    pub infinite: AtomicBool,
+    /// A deadline in milliseconds since the search began (`u64::MAX`: none); set by
+    /// `ponderhit`.
+    pub deadline_ms: AtomicU64,
+    /// When the search began.
+    pub started: Instant,
+}
+
+impl Controls {
+    /// Controls of a search starting now.
+    pub fn new(infinite: bool, time: Option<Duration>) -> Controls {
+        Controls {
+            stop: AtomicBool::new(false),
+            infinite: AtomicBool::new(infinite),
+            deadline_ms: AtomicU64::new(time.map_or(u64::MAX, |t| t.as_millis() as u64)),
+            started: Instant::now(),
+        }
+    }
+}
+
+/// Hides the banned root moves from the search: their priors at the root become 0.
+struct RootMask<'a, E> {
+    inner: &'a mut E,
+    root_len: usize,
+    banned: &'a [Move],
+}
+
+impl<E: Evaluator<Game>> Evaluator<Game> for RootMask<'_, E> {
+    type Error = E::Error;
+    fn evaluate(
+        &mut self,
+        batch: &[EvalRequest<'_, Game>],
+        out: &mut EvalBuffer,
+    ) -> Result<(), E::Error> {
+        self.inner.evaluate(batch, out)?;
+        if self.banned.is_empty() {
+            return Ok(());
+        }
+        for (i, r) in batch.iter().enumerate() {
+            if r.game.len() != self.root_len {
+                continue;
+            }
+            let priors = out.priors_mut(i);
+            for (p, m) in priors.iter_mut().zip(r.moves) {
+                if self.banned.contains(m) {
+                    *p = 0.0;
+                }
+            }
+            if priors.iter().all(|&p| p <= 0.0 || !p.is_finite()) {
+                for (p, m) in priors.iter_mut().zip(r.moves) {
+                    *p = if self.banned.contains(m) { 0.0 } else { 1.0 };
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One root move's line.
+struct Line {
+    moves: Vec<Move>,
+    value: f32,
+    /// Plies to a decisive verdict at the end of the line, with the sign of the root side's
+    /// result.
+    mate_plies: Option<i32>,
+}
+
+/// Root moves not banned, most visited first (ties: higher prior), with their child nodes.
+fn ranked_root_moves(tree: &Tree<Game>, banned: &[Move]) -> Vec<(Move, NodeId, u32)> {
+    let root = NodeId::ROOT;
+    let mut v: Vec<(Move, NodeId, u32, f32)> = tree
+        .moves(root)
+        .iter()
+        .zip(tree.children(root))
+        .zip(tree.priors(root))
+        .filter(|((m, _), _)| !banned.contains(m))
+        .map(|((&m, &c), &p)| (m, c, if c.is_none() { 0 } else { tree.visits(c) }, p))
+        .collect();
+    v.sort_by(|a, b| b.2.cmp(&a.2).then(b.3.total_cmp(&a.3)));
+    v.into_iter().map(|(m, c, n, _)| (m, c, n)).collect()
+}
+
+/// The line starting with `first`: most visited children down the tree.
+fn line_from(tree: &Tree<Game>, first: Move, child: NodeId, root_value: f32) -> Line {
+    let mut moves = vec![first];
+    let value = if child.is_none() { root_value } else { tree.q(child).unwrap_or(root_value) };
+    let mut node = child;
+    let mut mate_plies = None;
+    while !node.is_none() && moves.len() < 64 {
+        match tree.status(node) {
+            NodeStatus::Terminal => {
+                // q is for the player who made the last move of the line.
+                if let Some(q) = tree.q(node).filter(|q| q.abs() > 0.99) {
+                    let plies = moves.len() as i32;
+                    let root_side_moved_last = plies % 2 == 1;
+                    let root_wins = (q > 0.0) == root_side_moved_last;
+                    mate_plies = Some(if root_wins { plies } else { -plies });
+                }
+                break;
+            }
+            NodeStatus::Pending => break,
+            NodeStatus::Expanded => {}
+        }
+        let best = tree
+            .children(node)
+            .iter()
+            .zip(tree.moves(node))
+            .filter(|(c, _)| !c.is_none() && tree.visits(**c) > 0)
+            .max_by_key(|(c, _)| tree.visits(**c));
+        let Some((&c, &m)) = best else { break };
+        moves.push(m);
+        node = c;
+    }
+    let mate_plies = mate_plies.filter(|p| (*p > 0 && value > 0.9) || (*p < 0 && value < -0.9));
+    Line { moves, value, mate_plies }
+}
+
+/// `111.7 · tan(1.562 · v)`, clamped to ±9000.
+pub fn value_to_cp(v: f32) -> i32 {
+    let v = f64::from(v.clamp(-1.0, 1.0));
+    (111.7 * (1.562 * v).tan()).round().clamp(-9000.0, 9000.0) as i32
+}
+
+fn score_text(line: &Line, dialect: Dialect) -> String {
+    match (dialect, line.mate_plies) {
+        (Dialect::Uci, Some(p)) => {
+            let moves = (p.abs() + 1) / 2;
+            format!("score mate {}", if p > 0 { moves } else { -moves })
+        }
+        (Dialect::Ucci, Some(p)) => {
+            format!("score {}", if p > 0 { 10_000 - p } else { -10_000 - p })
+        }
+        (Dialect::Uci, None) => {
+            let w = (500.0 * (1.0 + f64::from(line.value.clamp(-1.0, 1.0)))).round() as i32;
+            format!("score cp {} wdl {} 0 {}", value_to_cp(line.value), w, 1000 - w)
+        }
+        (Dialect::Ucci, None) => format!("score {}", value_to_cp(line.value)),
+    }
+}
+
+fn pv_text(moves: &[Move]) -> String {
+    moves.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(" ")
+}
+
+/// Prints the `info` lines of the current search.
+fn print_info(out: &Output, search: &Search<Game>, job: &Job, started: Instant) {
+    let tree = search.tree();
+    if tree.status(NodeId::ROOT) != NodeStatus::Expanded {
+        return;
+    }
+    let nodes = u64::from(tree.visits(NodeId::ROOT));
+    let ms = started.elapsed().as_millis() as u64;
+    let nps = nodes * 1000 / ms.max(1);
+    let root_value = tree.q(NodeId::ROOT).map_or(0.0, |q| -q);
+    let ranked = ranked_root_moves(tree, &job.banned);
+    let count = match job.dialect {
+        Dialect::Uci => job.multipv.clamp(1, ranked.len().max(1)),
+        Dialect::Ucci => 1,
+    };
+    for (k, &(m, child, _)) in ranked.iter().take(count).enumerate() {
+        let line = line_from(tree, m, child, root_value);
+        let depth = line.moves.len();
+        let score = score_text(&line, job.dialect);
+        let pv = pv_text(&line.moves);
+        out.line(&match job.dialect {
+            Dialect::Uci => format!(
+                "info depth {depth} multipv {} {score} nodes {nodes} nps {nps} time {ms} pv {pv}",
+                k + 1
+            ),
+            Dialect::Ucci => {
+                format!("info depth {depth} {score} nodes {nodes} time {ms} pv {pv}")
+            }
+        });
+    }
+}
+
+/// Starts the search of `job` on a new thread; it prints `info` and finally `bestmove`.
+pub fn spawn<E: Evaluator<Game> + Send + 'static>(
+    job: Job,
+    evaluator: Arc<Mutex<E>>,
+    controls: Arc<Controls>,
+    out: Output,
+) -> JoinHandle<()> {
+    thread::spawn(move || {
+        let mut guard = match evaluator.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let best = search(&job, &mut *guard, &controls, &out);
+        let best = best.unwrap_or_else(|e| {
+            out.line(&format!("info string search failed: {e}"));
+            let legal = job.game.legal_moves();
+            legal.iter().copied().find(|m| !job.banned.contains(m)).map(|m| (m, None))
+        });
+        let text = match (best, job.dialect) {
+            (Some((best, Some(p))), _) => format!("bestmove {best} ponder {p}"),
+            (Some((best, None)), _) => format!("bestmove {best}"),
+            (None, Dialect::Uci) => "bestmove (none)".to_string(),
+            (None, Dialect::Ucci) => "nobestmove".to_string(),
+        };
+        out.line(&text);
+    })
+}
+
+/// Runs the search; returns the move and, if known, the expected reply (`None` if the root has
+/// no move to play).
+fn search<E: Evaluator<Game>>(
+    job: &Job,
+    evaluator: &mut E,
+    controls: &Controls,
+    out: &Output,
+) -> Result<Option<(Move, Option<Move>)>, E::Error> {
+    let started = controls.started;
+    let mut mask = RootMask { inner: evaluator, root_len: job.game.len(), banned: &job.banned };
+    let mut search = Search::new(job.game.clone(), SearchConfig::default());
+    let batch = search.config().virtual_loss_batch as usize;
+    let mut buffer = EvalBuffer::new();
+    let mut rng = game_rng(0, 0);
+    let limit = job.simulations.unwrap_or(u64::MAX).min(MAX_SIMULATIONS);
+    let mut done_before: u64 = 0;
+    let mut last_info = Instant::now();
+    let out_of_limits = |sims: u64| {
+        !controls.infinite.load(Ordering::Relaxed)
+            && (sims >= limit
+                || started.elapsed().as_millis() as u64
+                    >= controls.deadline_ms.load(Ordering::Relaxed))
+    };
+    loop {
+        let chunk = if controls.infinite.load(Ordering::Relaxed) {
+            CHUNK
+        } else {
+            limit.saturating_sub(done_before).clamp(1, u64::from(CHUNK)) as u32
+        };
+        search.start(chunk, false, &mut rng);
+        drive_search(&mut search, &mut mask, &mut buffer, batch, |s| {
+            if last_info.elapsed() >= INFO_INTERVAL {
+                print_info(out, s, job, started);
+                last_info = Instant::now();
+            }
+            controls.stop.load(Ordering::Relaxed)
+                || s.tree().len() >= job.max_nodes
+                || out_of_limits(done_before + u64::from(s.completed()))
+        })?;
+        done_before += u64::from(search.completed());
+        if controls.stop.load(Ordering::Relaxed) || out_of_limits(done_before) {
+            break;
+        }
+        if search.tree().len() >= job.max_nodes {
+            // The tree is full: a limited search ends; an infinite one waits for stop or
+            // ponderhit (after which its limits apply).
+            while controls.infinite.load(Ordering::Relaxed)
+                && !controls.stop.load(Ordering::Relaxed)
+            {
+                if last_info.elapsed() >= INFO_INTERVAL {
+                    print_info(out, &search, job, started);
+                    last_info = Instant::now();
+                }
+                thread::sleep(Duration::from_millis(2));
+            }
+            break;
+        }
+    }
+    print_info(out, &search, job, started);
+    let tree = search.tree();
+    let ranked = ranked_root_moves(tree, &job.banned);
+    Ok(ranked.first().map(|&(best, child, _)| {
+        let line = line_from(tree, best, child, 0.0);
+        (best, line.moves.get(1).copied())
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_leave_a_reserve() {
+        let ms = Duration::from_millis;
+        assert_eq!(time_budget(ms(30_000), ms(0), None), ms(1000));
+        assert_eq!(time_budget(ms(10_000), ms(1000), None), Duration::from_micros(1_133_333));
+        // movestogo 1: everything but the reserve.
+        assert_eq!(time_budget(ms(1000), ms(0), Some(1)), ms(900));
+        // Tiny clocks, huge increments: never more than what is left.
+        assert_eq!(time_budget(ms(100), ms(5000), None), ms(50));
+        assert_eq!(time_budget(ms(0), ms(0), None), ms(1));
+        for t in [1u64, 10, 100, 1000, 60_000] {
+            for inc in [0u64, 100, 10_000] {
+                let b = time_budget(ms(t), ms(inc), None);
+                assert!(b <= ms(t.max(1)), "{t} {inc} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn value_mapping_is_odd_and_monotone() {
+        assert_eq!(value_to_cp(0.0), 0);
+        assert_eq!(value_to_cp(0.5), -value_to_cp(-0.5));
+        assert!(value_to_cp(0.1) < value_to_cp(0.2));
+        assert_eq!(value_to_cp(1.0), 9000);
+        assert_eq!(depth_simulations(1), 32);
+        assert_eq!(depth_simulations(10), 16_384);
+        assert_eq!(depth_simulations(99), 16 << 20);
+    }
+}

@@ -1,0 +1,215 @@
+//! `xqz arena`: baselines against each other, the PGN it writes, and external engines through
+//! the subprocess path (`xqz uci` itself, and scripted engines that misbehave).
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use xiangqi::{Game, RuleSet};
+use xiangqi_search::parse_pgn_moves;
+
+fn xqz(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().expect("xqz runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xqz-arena-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The numbers of a table row such as `A total   20   17   3   0   92.5%`.
+fn row(table: &str, label: &str) -> Vec<f64> {
+    let line = table.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("{table}"));
+    line[label.len()..]
+        .split_whitespace()
+        .map(|w| w.trim_end_matches('%').parse().unwrap())
+        .collect()
+}
+
+/// The forfeit counts of player `who` (`A` or `B`): the row whose first word is `who`.
+fn forfeits(table: &str, who: &str) -> Vec<f64> {
+    let line = table
+        .lines()
+        .find(|l| {
+            let mut words = l.split_whitespace();
+            words.next() == Some(who) && words.all(|w| w.parse::<f64>().is_ok())
+        })
+        .unwrap_or_else(|| panic!("{table}"));
+    line.split_whitespace().skip(1).map(|w| w.parse().unwrap()).collect()
+}
+
+/// Splits a PGN file into games.
+fn games(pgn: &str) -> Vec<String> {
+    pgn.split("[Game ").filter(|g| !g.trim().is_empty()).map(|g| format!("[Game {g}")).collect()
+}
+
+fn tag<'a>(game: &'a str, name: &str) -> Option<&'a str> {
+    let prefix = format!("[{name} \"");
+    game.lines().find_map(|l| l.strip_prefix(prefix.as_str())?.strip_suffix("\"]"))
+}
+
+#[test]
+fn greedy_beats_random_and_the_pgn_replays() {
+    let dir = scratch("greedy");
+    let pgn = dir.join("games.pgn");
+    let o = xqz(&[
+        "arena",
+        "--a",
+        "greedy",
+        "--b",
+        "random",
+        "--games",
+        "20",
+        "--pgn",
+        pgn.to_str().unwrap(),
+        "--seed",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    let total = row(&table, "A total");
+    assert_eq!(total[0], 20.0, "{table}");
+    assert!(total[4] > 75.0, "greedy scores {}%: {table}", total[4]);
+    assert!(table.contains("Elo (A - B): +"), "{table}");
+    assert_eq!(forfeits(&table, "A")[..], [0.0; 4], "no forfeits: {table}");
+
+    let text = fs::read_to_string(&pgn).unwrap();
+    let all = games(&text);
+    assert_eq!(all.len(), 20);
+    for (i, g) in all.iter().enumerate() {
+        assert_eq!(tag(g, "Event"), Some("xqz arena"));
+        let red = if i % 2 == 0 { "greedy" } else { "random" };
+        assert_eq!(tag(g, "Red"), Some(red), "{g}");
+        // Every move is legal, and the rules agree with the recorded verdict.
+        let (start, moves) = parse_pgn_moves(g, RuleSet::Asian).unwrap_or_else(|e| panic!("{e}"));
+        let mut game = Game::new(start, RuleSet::Asian);
+        for m in moves {
+            game.play(m).unwrap();
+        }
+        let result = tag(g, "Result").unwrap();
+        let reason = tag(g, "Termination").unwrap();
+        match game.outcome() {
+            Some(o) => {
+                assert_eq!((o.result_str(), o.reason().name()), (result, reason), "{g}");
+            }
+            None => assert_eq!((result, reason), ("1/2-1/2", "length_cap"), "{g}"),
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sprt_stops_a_lopsided_match_early() {
+    let o = xqz(&["arena", "--a", "greedy", "--b", "random", "--games", "200", "--sprt", "0,50"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    let games = row(&table, "A total")[0];
+    assert!(games < 200.0, "{table}");
+    assert!(table.contains("H1 accepted"), "{table}");
+}
+
+#[test]
+fn uci_engine_subprocess_plays_whole_games() {
+    let engine = format!("uci:{} uci", env!("CARGO_BIN_EXE_xqz"));
+    let dir = scratch("uci");
+    let pgn = dir.join("games.pgn");
+    let o = xqz(&[
+        "arena",
+        "--a",
+        &engine,
+        "--b",
+        "greedy",
+        "--games",
+        "2",
+        "--movetime",
+        "20",
+        "--max-plies",
+        "40",
+        "--a-option",
+        "Hash=16",
+        "--pgn",
+        pgn.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    assert!(table.contains("A: uci:xiangqi-zero"), "{table}");
+    assert_eq!(row(&table, "A total")[0], 2.0, "{table}");
+    assert_eq!(forfeits(&table, "A")[..], [0.0; 4], "no forfeits: {table}");
+    let text = fs::read_to_string(&pgn).unwrap();
+    for g in games(&text) {
+        parse_pgn_moves(&g, RuleSet::Asian).unwrap_or_else(|e| panic!("{e}: {g}"));
+        assert!(tag(&g, "Forfeit").is_none(), "{g}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// A fake UCI engine: handshakes, then misbehaves on `go` as `mode` says.
+fn fake_engine(dir: &std::path::Path, mode: &str) -> String {
+    let on_go = match mode {
+        "illegal" => "echo 'bestmove e0e5'",
+        "garbage" => "echo 'bestmove banana'",
+        "crash" => "exit 3",
+        "hang" => ":",
+        _ => unreachable!(),
+    };
+    let script = format!(
+        "#!/bin/sh\nwhile read -r line; do\n  case \"$line\" in\n    uci) echo 'id name fake'; \
+         echo uciok;;\n    isready) echo readyok;;\n    go*) {on_go};;\n    quit) exit 0;;\n  esac\n\
+         done\n"
+    );
+    let path = dir.join(format!("fake-{mode}.sh"));
+    fs::write(&path, script).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    format!("uci:{}", path.display())
+}
+
+#[test]
+fn misbehaving_engines_lose_and_are_reported() {
+    let dir = scratch("fake");
+    for (mode, column) in [("illegal", 0), ("garbage", 0), ("crash", 2), ("hang", 1)] {
+        let engine = fake_engine(&dir, mode);
+        let o = xqz(&[
+            "arena",
+            "--a",
+            "random",
+            "--b",
+            &engine,
+            "--games",
+            "2",
+            "--movetime",
+            "10",
+            "--margin",
+            "200",
+        ]);
+        assert!(o.status.success(), "{mode}: {}", stderr(&o));
+        let table = stdout(&o);
+        assert!(table.contains("B: uci:fake"), "{table}");
+        let total = row(&table, "A total");
+        assert_eq!((total[1], total[4]), (2.0, 100.0), "{mode}: {table}");
+        let b = forfeits(&table, "B");
+        assert_eq!(b[column], 2.0, "{mode}: {table}");
+        assert!(stderr(&o).contains("loses by"), "{mode}: {}", stderr(&o));
+    }
+    // A command that cannot start is an error at once.
+    let o = xqz(&["arena", "--a", "uci:/nonexistent/engine", "--b", "random", "--games", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot start"), "{}", stderr(&o));
+    let o = xqz(&["arena", "--a", "nets/latest.mpk", "--b", "random"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not yet available"), "{}", stderr(&o));
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,346 @@
+//! `xqz uci` driven through pipes, as a GUI would: UCI and UCCI handshakes, positions with
+//! history, searches by nodes, time and clock, `stop`, banned moves, and bad input.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use xiangqi::{Game, Position, RuleSet};
+
+/// Red: general d0, chariot a1; Black: general e9, chariot i8. The moves below check with the
+/// chariot on e1/f1 while the general steps e9-f9-e9: one more f1e1 repeats the position a third
+/// time with Red checking on every move of the cycle, which loses (perpetual check).
+const PERPETUAL_FEN: &str = "4k4/8r/9/9/9/9/9/9/R8/3K5 w - - 0 1";
+const PERPETUAL_MOVES: &str = "a1e1 e9f9 e1f1 f9e9 f1e1 e9f9 e1f1 f9e9";
+
+/// Red to move is checkmated (the position after b7-b9 in the search tests).
+const MATED_FEN: &str = "1R2k4/R8/9/9/9/9/9/9/9/3K5 b - - 1 1";
+
+struct Engine {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Engine {
+    fn start() -> Engine {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xqz"))
+            .arg("uci")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("xqz uci starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Engine { child, stdin, lines, seen: Vec::new() }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Lines up to and including the first one `pred` accepts; panics after `timeout`.
+    fn until(&mut self, timeout: Duration, pred: impl Fn(&str) -> bool) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        let mut got = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    let done = pred(&line);
+                    got.push(line);
+                    if done {
+                        return got;
+                    }
+                }
+                Err(e) => panic!("no expected line within {timeout:?} ({e}); got {got:?}"),
+            }
+        }
+    }
+
+    fn bestmove(&mut self, timeout: Duration) -> (Vec<String>, String) {
+        let lines = self.until(timeout, |l| l.starts_with("bestmove") || l == "nobestmove");
+        let last = lines.last().unwrap().clone();
+        (lines, last)
+    }
+
+    fn ready(&mut self) -> Vec<String> {
+        self.send("isready");
+        self.until(Duration::from_secs(5), |l| l == "readyok")
+    }
+
+    fn finish(mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "xqz uci did not exit");
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn word_after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let mut words = line.split_whitespace();
+    words.by_ref().find(|w| *w == key)?;
+    words.next()
+}
+
+fn game_after(fen: &str, moves: &str) -> Game {
+    let mut game = Game::new(Position::from_fen(fen).unwrap(), RuleSet::Asian);
+    for m in moves.split_whitespace() {
+        let mv = game.position().parse_uci(m).unwrap();
+        game.play(mv).unwrap();
+    }
+    game
+}
+
+fn assert_legal(game: &Game, bestmove_line: &str) -> String {
+    let mv = word_after(bestmove_line, "bestmove").expect("a move").to_string();
+    let m = game.position().parse_uci(&mv).unwrap_or_else(|e| panic!("{bestmove_line}: {e}"));
+    assert!(game.legal_moves().contains(&m));
+    mv
+}
+
+#[test]
+fn uci_handshake_position_and_go_nodes() {
+    let mut e = Engine::start();
+    e.send("uci");
+    let hello = e.until(Duration::from_secs(5), |l| l == "uciok");
+    assert!(hello[0].starts_with("id name xiangqi-zero "), "{hello:?}");
+    assert!(hello.iter().any(|l| l.starts_with("id author ")));
+    for name in ["Threads", "Hash", "MultiPV", "Simulations", "NetPath"] {
+        assert!(
+            hello.iter().any(|l| l.starts_with(&format!("option name {name} type "))),
+            "{name}: {hello:?}"
+        );
+    }
+    e.ready();
+    e.send("ucinewgame");
+    e.send("position startpos moves h2e2 h9g7");
+    e.send("go nodes 300");
+    let (lines, best) = e.bestmove(Duration::from_secs(10));
+    assert_legal(&game_after(xiangqi::START_FEN, "h2e2 h9g7"), &best);
+    let info = lines.iter().rev().find(|l| l.starts_with("info depth")).expect("an info line");
+    for key in ["depth", "nodes", "nps", "score", "wdl", "pv"] {
+        assert!(word_after(info, key).is_some(), "{key} in {info}");
+    }
+    assert_eq!(word_after(info, "score"), Some("cp"));
+    let nodes: u64 = word_after(info, "nodes").unwrap().parse().unwrap();
+    assert!((300..=310).contains(&nodes), "{info}");
+
+    // MultiPV: two lines at the end.
+    e.send("setoption name MultiPV value 2");
+    e.send("position startpos");
+    e.send("go depth 4");
+    let (lines, _) = e.bestmove(Duration::from_secs(10));
+    assert!(lines.iter().any(|l| l.contains(" multipv 2 ")), "{lines:?}");
+
+    // No legal move: bestmove (none).
+    e.send(&format!("position fen {MATED_FEN}"));
+    e.send("go nodes 10");
+    let (_, best) = e.bestmove(Duration::from_secs(5));
+    assert_eq!(best, "bestmove (none)");
+    e.send("quit");
+    assert!(e.finish().success());
+}
+
+#[test]
+fn uci_history_decides_repetitions() {
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    // With its history, f1e1 repeats the position a third time and loses by perpetual check:
+    // between it and a quiet move, the search must take the quiet one.
+    let game = game_after(PERPETUAL_FEN, PERPETUAL_MOVES);
+    let mut check = game.clone();
+    let m = check.position().parse_uci("f1e1").unwrap();
+    assert_eq!(check.play(m).unwrap().map(|o| o.reason().name()), Some("perpetual_check"));
+    for _ in 0..3 {
+        e.send(&format!("position fen {PERPETUAL_FEN} moves {PERPETUAL_MOVES}"));
+        e.send("go nodes 400 searchmoves f1e1 f1f2");
+        let (_, best) = e.bestmove(Duration::from_secs(10));
+        assert_eq!(word_after(&best, "bestmove"), Some("f1f2"), "{best}");
+    }
+    // Every searched move avoids the losing repetition.
+    e.send(&format!("position fen {PERPETUAL_FEN} moves {PERPETUAL_MOVES}"));
+    e.send("go nodes 2000");
+    let (_, best) = e.bestmove(Duration::from_secs(10));
+    assert_ne!(assert_legal(&game, &best), "f1e1");
+
+    // A history that already repeated three times: the rules have ended the game.
+    e.send("position startpos moves h0g2 h9g7 g2h0 g7h9 h0g2 h9g7 g2h0 g7h9");
+    e.send("go nodes 50");
+    let (lines, best) = e.bestmove(Duration::from_secs(10));
+    assert!(
+        lines.iter().any(|l| l.starts_with("info string") && l.contains("repetition")),
+        "{lines:?}"
+    );
+    assert_legal(&Game::new(Position::start(), RuleSet::Asian), &best);
+    e.send("quit");
+    assert!(e.finish().success());
+}
+
+#[test]
+fn uci_stop_answers_at_once() {
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    e.send("position startpos");
+    e.send("go movetime 20000");
+    thread::sleep(Duration::from_millis(1200));
+    // isready is answered while searching.
+    let during = e.ready();
+    assert!(!during.iter().any(|l| l.starts_with("bestmove")), "{during:?}");
+    let sent = Instant::now();
+    e.send("stop");
+    let (lines, best) = e.bestmove(Duration::from_secs(5));
+    let latency = sent.elapsed();
+    assert!(latency < Duration::from_millis(500), "bestmove {latency:?} after stop");
+    assert_legal(&Game::new(Position::start(), RuleSet::Asian), &best);
+    // At least one info line a second while searching (the lines before isready count too).
+    let infos = e.seen.iter().filter(|l| l.starts_with("info depth")).count();
+    assert!(infos >= 3, "{infos} info lines: {lines:?}");
+
+    // go infinite waits for stop even when a node budget would be reached.
+    e.send("go infinite");
+    thread::sleep(Duration::from_millis(300));
+    e.send("isready");
+    let r = e.until(Duration::from_secs(5), |l| l == "readyok");
+    assert!(!r.iter().any(|l| l.starts_with("bestmove")), "{r:?}");
+    let sent = Instant::now();
+    e.send("stop");
+    e.bestmove(Duration::from_secs(5));
+    assert!(sent.elapsed() < Duration::from_millis(500));
+
+    // Clock: 1 s left, moves come well within it.
+    e.send("position startpos moves h2e2");
+    let sent = Instant::now();
+    e.send("go wtime 1000 btime 1000 winc 0 binc 0");
+    e.bestmove(Duration::from_secs(5));
+    assert!(sent.elapsed() < Duration::from_millis(900), "{:?}", sent.elapsed());
+    e.send("quit");
+    assert!(e.finish().success());
+}
+
+#[test]
+fn bad_input_is_explained_and_the_engine_stays_ready() {
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    let long = format!("position startpos moves {}", "h2e2 ".repeat(300_000));
+    let bad: Vec<Vec<u8>> = vec![
+        b"frobnicate".to_vec(),
+        b"setoption name NoSuchOption value 3".to_vec(),
+        b"setoption name Hash value lots".to_vec(),
+        b"setoption name Threads value 0".to_vec(),
+        b"setoption name NetPath value /tmp/net.mpk".to_vec(),
+        b"position fen rnbakabnr/9/1c5c1 w".to_vec(),
+        b"position fen 4k4/9/9/9/9/9/9/9/9/4K4 w - - 0 1".to_vec(),
+        b"position startpos moves h2e2 h2e3".to_vec(),
+        b"position startpos moves h2e2 zz".to_vec(),
+        b"position".to_vec(),
+        b"position sideways".to_vec(),
+        b"banmoves h2e2".to_vec(),
+        b"go nodes many".to_vec(),
+        vec![0xff, 0xfe, b' ', b'g', b'o'],
+        long.into_bytes(),
+    ];
+    for line in bad {
+        e.send_bytes(&line);
+        e.send_bytes(b"\n");
+        let got = e.ready();
+        assert!(
+            got.iter().any(|l| l.starts_with("info string ")),
+            "no explanation for {:?}: {got:?}",
+            String::from_utf8_lossy(&line[..line.len().min(60)])
+        );
+    }
+    // `go nodes many` searched with the default budget: make sure its bestmove is out.
+    e.send("stop");
+    e.ready();
+    // After the illegal second move the position is the one after h2e2 (Black to move).
+    e.send("d");
+    let d = e.until(Duration::from_secs(5), |l| l.starts_with("info string fen"));
+    assert!(d.last().unwrap().contains("1C2C4/9/RNBAKABNR b"), "{d:?}");
+    e.send("go nodes 20");
+    let (_, best) = e.bestmove(Duration::from_secs(5));
+    assert_legal(&game_after(xiangqi::START_FEN, "h2e2"), &best);
+    // The Cyclone dialect: a bare fen line is a position command.
+    e.send(&format!("fen {PERPETUAL_FEN} moves a1e1"));
+    e.send("go nodes 20");
+    let (_, best) = e.bestmove(Duration::from_secs(5));
+    assert_legal(&game_after(PERPETUAL_FEN, "a1e1"), &best);
+    drop(e.stdin);
+    // End of input quits.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while e.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "xqz uci did not exit at end of input");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn ucci_handshake_time_banmoves_and_bye() {
+    let mut e = Engine::start();
+    e.send("ucci");
+    let hello = e.until(Duration::from_secs(5), |l| l == "ucciok");
+    assert!(hello.iter().any(|l| l == "option usemillisec type check default false"), "{hello:?}");
+    e.send("setoption usemillisec true");
+    e.send("setoption hashsize 64");
+    e.ready();
+    // Ban every legal move but one.
+    let start = Game::new(Position::start(), RuleSet::Asian);
+    let legal: Vec<String> = start.legal_moves().iter().map(|m| m.to_string()).collect();
+    let keep = "b0c2";
+    let banned: Vec<&str> = legal.iter().map(String::as_str).filter(|m| *m != keep).collect();
+    e.send("position startpos");
+    e.send(&format!("banmoves {}", banned.join(" ")));
+    let sent = Instant::now();
+    e.send("go time 3000 increment 0");
+    let (lines, best) = e.bestmove(Duration::from_secs(5));
+    assert!(sent.elapsed() < Duration::from_millis(1500), "{:?}", sent.elapsed());
+    assert_eq!(word_after(&best, "bestmove"), Some(keep), "{lines:?}");
+    let info = lines.iter().rev().find(|l| l.starts_with("info depth")).unwrap();
+    assert!(!info.contains(" cp ") && word_after(info, "score").is_some(), "{info}");
+    // The ban held for one search only.
+    e.send("go depth 3");
+    let (_, best) = e.bestmove(Duration::from_secs(5));
+    assert_legal(&start, &best);
+    // Seconds again without usemillisec: `go time 2` is two seconds, a move takes ~1/30 of it.
+    e.send("setoption usemillisec false");
+    let sent = Instant::now();
+    e.send("go time 2 increment 0");
+    e.bestmove(Duration::from_secs(5));
+    let took = sent.elapsed();
+    assert!(took > Duration::from_millis(40) && took < Duration::from_millis(1000), "{took:?}");
+    // No legal move: nobestmove.
+    e.send(&format!("position fen {MATED_FEN}"));
+    e.send("go depth 2");
+    let (_, best) = e.bestmove(Duration::from_secs(5));
+    assert_eq!(best, "nobestmove");
+    e.send("quit");
+    e.until(Duration::from_secs(5), |l| l == "bye");
+    assert!(e.finish().success());
+}
