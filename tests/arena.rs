@@ -119,6 +119,38 @@ fn sprt_stops_a_lopsided_match_early() {
 }
 
 #[test]
+fn concurrent_games_are_the_games_played_one_at_a_time() {
+    let dir = scratch("concurrency");
+    let run = |concurrency: &str| {
+        let pgn = dir.join(format!("c{concurrency}.pgn"));
+        let o = xqz(&[
+            "arena",
+            "--a",
+            "mcts",
+            "--b",
+            "greedy",
+            "--games",
+            "6",
+            "--sims",
+            "24",
+            "--pgn",
+            pgn.to_str().unwrap(),
+            "--concurrency",
+            concurrency,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stderr(&o).contains("evaluator:"), "{}", stderr(&o));
+        (stdout(&o), fs::read_to_string(&pgn).unwrap())
+    };
+    let (table1, pgn1) = run("1");
+    let (table6, pgn6) = run("6");
+    assert_eq!(table1, table6);
+    assert_eq!(pgn1, pgn6);
+    assert_eq!(games(&pgn1).len(), 6);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn uci_engine_subprocess_plays_whole_games() {
     let engine = format!("uci:{} uci", env!("CARGO_BIN_EXE_xqz"));
     let dir = scratch("uci");

@@ -207,6 +207,9 @@ fn uci_stop_answers_at_once() {
     let mut e = Engine::start();
     e.send("uci");
     e.until(Duration::from_secs(5), |l| l == "uciok");
+    // A large tree limit: a timed search ends early once its tree is full, and the default
+    // (256 MB) can fill within the 1.2 s below on a fast machine.
+    e.send("setoption name Hash value 4096");
     e.send("position startpos");
     e.send("go movetime 20000");
     thread::sleep(Duration::from_millis(1200));

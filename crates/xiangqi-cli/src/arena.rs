@@ -25,6 +25,13 @@
 //! (optionally `,ALPHA,BETA`; default 0.05 each) the match stops once the test decides.
 //! A progress bar runs on standard error; the result table goes to standard output; `--pgn FILE`
 //! writes every game in the PGN form of self-play.
+//!
+//! When both players are `random`, `greedy` or `mcts` (and no `mcts` player has a
+//! `--movetime`), up to `--concurrency` games (default 16) run at once in lockstep and the
+//! searches' leaves of all of them are evaluated in one batch
+//! ([`xiangqi_search::arena::run_match_batched_shared`]); the games and the result are the
+//! same as when they are played one at a time. Matches with an external engine, or timed
+//! searches, are played one game at a time.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -36,8 +43,8 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use xiangqi::{OutcomeReason, RankBase, RuleSet};
 use xiangqi_search::arena::{
-    ForfeitKind, GameSettings, GreedyPlayer, MatchConfig, MatchStats, MctsPlayer, MoveLimit,
-    Opening, Player, RandomPlayer, Sprt, parse_openings, run_match,
+    ArenaGame, BatchCounters, ForfeitKind, GameSettings, LocalPlayer, MatchConfig, MatchStats,
+    MoveLimit, Opening, Player, Sprt, parse_openings, run_match, run_match_batched_shared,
 };
 use xiangqi_search::{SearchConfig, UniformEvaluator};
 
@@ -95,6 +102,10 @@ pub struct Args {
     /// Plies after which an undecided game is drawn.
     #[arg(long, default_value_t = 600)]
     max_plies: u32,
+    /// Games played at once, their searches evaluated in shared batches (random, greedy and
+    /// mcts players only; engines play one game at a time).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    concurrency: u32,
 }
 
 fn parse_sprt(text: &str) -> anyhow::Result<Sprt> {
@@ -137,26 +148,44 @@ fn search_config(options: &[(String, String)]) -> anyhow::Result<SearchConfig> {
     Ok(config)
 }
 
-fn make_player(
+/// A player named on the command line: one the arena drives itself, or an external engine.
+enum PlayerSpec {
+    Local(LocalPlayer),
+    Engine(EngineSpec),
+}
+
+impl PlayerSpec {
+    /// Starts the player for a sequential match (an engine starts its process).
+    fn start(&self, spec: &str) -> anyhow::Result<Box<dyn Player>> {
+        match self {
+            PlayerSpec::Local(p) => Ok(p.to_player(UniformEvaluator)?),
+            PlayerSpec::Engine(e) => {
+                let player =
+                    EnginePlayer::start(e.clone()).with_context(|| format!("engine '{spec}'"))?;
+                Ok(Box::new(player))
+            }
+        }
+    }
+}
+
+fn parse_player(
     spec: &str,
     options: &[String],
     ranks: u8,
     seed: u64,
-) -> anyhow::Result<Box<dyn Player>> {
+) -> anyhow::Result<PlayerSpec> {
     let options: Vec<(String, String)> =
         options.iter().map(|o| split_option(o)).collect::<anyhow::Result<_>>()?;
     let no_options = |name: &str| -> anyhow::Result<()> {
         if options.is_empty() { Ok(()) } else { bail!("player '{name}' takes no options") }
     };
-    let engine = |protocol, command: &str| -> anyhow::Result<Box<dyn Player>> {
+    let engine = |protocol, command: &str| -> anyhow::Result<PlayerSpec> {
         let command: Vec<String> = command.split_whitespace().map(str::to_string).collect();
         if command.is_empty() {
             bail!("player '{spec}': empty engine command");
         }
         let ranks = if ranks == 1 { RankBase::One } else { RankBase::Zero };
-        let spec_ = EngineSpec { protocol, command, options: options.clone(), ranks };
-        let player = EnginePlayer::start(spec_).with_context(|| format!("engine '{spec}'"))?;
-        Ok(Box::new(player))
+        Ok(PlayerSpec::Engine(EngineSpec { protocol, command, options: options.clone(), ranks }))
     };
     if let Some(command) = spec.strip_prefix("uci:") {
         return engine(Protocol::Uci, command);
@@ -167,15 +196,15 @@ fn make_player(
     match spec {
         "random" => {
             no_options(spec)?;
-            Ok(Box::new(RandomPlayer::new(seed)))
+            Ok(PlayerSpec::Local(LocalPlayer::Random { seed }))
         }
         "greedy" => {
             no_options(spec)?;
-            Ok(Box::new(GreedyPlayer::new(seed)))
+            Ok(PlayerSpec::Local(LocalPlayer::Greedy { seed }))
         }
         "mcts" => {
             let config = search_config(&options)?;
-            Ok(Box::new(MctsPlayer::new("mcts", UniformEvaluator, config)?))
+            Ok(PlayerSpec::Local(LocalPlayer::Mcts { name: "mcts".to_string(), config }))
         }
         other if other.contains('/') || other.contains('.') || PathBuf::from(other).exists() => {
             bail!("player '{other}': {NET_UNAVAILABLE}")
@@ -185,6 +214,16 @@ fn make_player(
              or a network file)"
         ),
     }
+}
+
+#[cfg(test)]
+fn make_player(
+    spec: &str,
+    options: &[String],
+    ranks: u8,
+    seed: u64,
+) -> anyhow::Result<Box<dyn Player>> {
+    parse_player(spec, options, ranks, seed)?.start(spec)
 }
 
 fn summary(stats: &MatchStats) -> String {
@@ -200,6 +239,18 @@ fn summary(stats: &MatchStats) -> String {
         s.push_str(&format!("  LLR {llr:.2}"));
     }
     s
+}
+
+/// The evaluator's batches in one line.
+fn batch_line(c: &BatchCounters) -> String {
+    format!(
+        "evaluator: {} positions in {} batches (mean {:.1}, largest {}), {:.2} s",
+        c.evaluations,
+        c.batches,
+        c.mean_batch(),
+        c.max_batch,
+        c.time.as_secs_f64()
+    )
 }
 
 fn print_table(names: [&str; 2], stats: &MatchStats, config: &MatchConfig) {
@@ -270,8 +321,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
         None => Opening::builtin(),
     };
-    let mut a = make_player(&args.a, &args.a_option, args.a_ranks, args.seed).context("--a")?;
-    let mut b = make_player(&args.b, &args.b_option, args.b_ranks, args.seed ^ 0x9e37_79b9)
+    let a = parse_player(&args.a, &args.a_option, args.a_ranks, args.seed).context("--a")?;
+    let b = parse_player(&args.b, &args.b_option, args.b_ranks, args.seed ^ 0x9e37_79b9)
         .context("--b")?;
     let movetime = args.movetime.map(Duration::from_millis);
     let simulations = args.sims.map(|s| s.max(1));
@@ -290,7 +341,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         )),
         None => None,
     };
-    let names = [a.name().to_string(), b.name().to_string()];
     let bar = ProgressBar::new(u64::from(args.games));
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} games  {msg}")
@@ -298,7 +348,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             .progress_chars("=> "),
     );
     let mut write_error = None;
-    let stats = run_match(a.as_mut(), b.as_mut(), &openings, &config, |game, stats| {
+    let mut on_game = |game: &ArenaGame, stats: &MatchStats| {
         bar.set_position(u64::from(stats.games()));
         bar.set_message(summary(stats));
         if let Some(f) = &game.forfeit {
@@ -320,12 +370,41 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             }
         }
         true
-    });
+    };
+    let timed = movetime.is_some();
+    let (names, stats, batches) = match (&a, &b) {
+        (PlayerSpec::Local(pa), PlayerSpec::Local(pb))
+            if !(timed && (pa.is_mcts() || pb.is_mcts())) =>
+        {
+            let names = [pa.name().to_string(), pb.name().to_string()];
+            let concurrency = args.concurrency as usize;
+            let result = run_match_batched_shared(
+                pa,
+                pb,
+                &mut UniformEvaluator,
+                &openings,
+                &config,
+                concurrency,
+                &mut on_game,
+            )?;
+            (names, result.stats, Some(result.batches[0]))
+        }
+        _ => {
+            let mut pa = a.start(&args.a).context("--a")?;
+            let mut pb = b.start(&args.b).context("--b")?;
+            let names = [pa.name().to_string(), pb.name().to_string()];
+            let stats = run_match(pa.as_mut(), pb.as_mut(), &openings, &config, &mut on_game);
+            (names, stats, None)
+        }
+    };
     bar.finish_and_clear();
     if let Some(e) = write_error {
         return Err(e).context("writing the PGN file");
     }
     print_table([&names[0], &names[1]], &stats, &config);
+    if let Some(c) = batches.filter(|c| c.batches > 0) {
+        eprintln!("{}", batch_line(&c));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -2,21 +2,27 @@
 //!
 //! | section | type | read by |
 //! |---|---|---|
-//! | `[search]` | [`SearchConfig`] | `xqz selfplay` |
-//! | `[selfplay]` | [`SelfPlayConfig`] | `xqz selfplay` |
-//! | `[network]`, `[training]` | reserved | the training subcommands (a later issue types them with `xiangqi-nn`'s configs) |
+//! | `[search]` | [`SearchConfig`] | `xqz selfplay`, `xqz train` |
+//! | `[selfplay]` | [`SelfPlayConfig`] | `xqz selfplay`, `xqz train` |
+//! | `[network]` | [`NetConfig`] | `xqz train` |
+//! | `[training]` | [`TrainConfig`] | `xqz train` |
+//! | `[loop]` | [`LoopConfig`] | `xqz train` |
 //!
 //! Every section is optional and takes its defaults when absent. An unknown top-level table or
-//! an unknown key inside a typed section is an error naming the file and the key; a bad value
-//! is an error naming the file, the key and the reason. Reserved sections are accepted as they
-//! are and not checked until their subcommand exists.
+//! an unknown key inside a section is an error naming the file and the key; a bad value is an
+//! error naming the file, the key and the reason.
 
 use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, anyhow};
 use serde::{Deserialize, Serialize};
+use xiangqi_nn::pipeline::{LoopConfig, RunConfig};
+use xiangqi_nn::{NetConfig, TrainConfig};
 use xiangqi_search::{SearchConfig, SelfPlayConfig};
+
+/// The built-in CPU default of `xqz train` (the same as `configs/cpu.toml`).
+pub const BUILTIN_CPU: &str = include_str!("../../../configs/cpu.toml");
 
 /// A whole config file.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -28,12 +34,15 @@ pub struct ConfigFile {
     /// `[selfplay]`.
     #[serde(default)]
     pub selfplay: SelfPlayConfig,
-    /// `[network]`: reserved for the network's shape (not read yet).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<toml::Table>,
-    /// `[training]`: reserved for the trainer (not read yet).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub training: Option<toml::Table>,
+    /// `[network]`.
+    #[serde(default)]
+    pub network: NetConfig,
+    /// `[training]`.
+    #[serde(default)]
+    pub training: TrainConfig,
+    /// `[loop]`.
+    #[serde(default, rename = "loop")]
+    pub run: LoopConfig,
 }
 
 impl ConfigFile {
@@ -42,7 +51,26 @@ impl ConfigFile {
         let config: ConfigFile = toml::from_str(text).map_err(|e| anyhow!("{origin}: {e}"))?;
         config.search.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
         config.selfplay.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
+        config.network.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
+        config.training.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
+        config.run.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
         Ok(config)
+    }
+
+    /// The sections that `xqz train` runs on.
+    pub fn run_config(&self) -> RunConfig {
+        RunConfig {
+            network: self.network.clone(),
+            training: self.training.clone(),
+            search: self.search.clone(),
+            selfplay: self.selfplay.clone(),
+            run: self.run.clone(),
+        }
+    }
+
+    /// The resolved config as TOML (every key with its value).
+    pub fn to_toml(&self) -> anyhow::Result<String> {
+        toml::to_string(self).context("serialising the resolved config")
     }
 
     /// Reads, parses and validates a config file.
@@ -67,7 +95,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.search.simulations, 8);
-        assert!(c.network.is_some());
+        assert_eq!(c.network.blocks, 2);
+        let e = ConfigFile::parse("[loop]\nbatch_size = 0\n", "x.toml").unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("loop.batch_size"), "{e}");
+        let e = ConfigFile::parse("[network]\nfliters = 3\n", "x.toml").unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("fliters"), "{e}");
         let e = ConfigFile::parse("[serach]\n", "x.toml").unwrap_err().to_string();
         assert!(e.starts_with("x.toml: ") && e.contains("serach"), "{e}");
         let e = ConfigFile::parse("[selfplay]\ngames = 3\n", "x.toml").unwrap_err().to_string();

@@ -13,6 +13,7 @@ mod engine;
 mod outcome;
 mod perft;
 mod selfplay;
+mod train;
 mod uci;
 mod uci_search;
 
@@ -30,6 +31,8 @@ enum Command {
     Perft(perft::Args),
     /// Play moves from a position and print the verdict of the rules: `RESULT REASON`.
     Outcome(outcome::Args),
+    /// Train a network by self-play (the main job); Ctrl-C checkpoints, `--resume` continues.
+    Train(train::Args),
     /// Play self-play games and write replay shards and a PGN file.
     Selfplay(selfplay::Args),
     /// Play a match between two players (baselines, the search, external UCI/UCCI engines).
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Perft(args) => perft::run(&args),
         Command::Outcome(args) => outcome::run(&args),
+        Command::Train(args) => train::run(&args),
         Command::Selfplay(args) => selfplay::run(&args),
         Command::Arena(args) => arena::run(&args),
         Command::Uci(args) => uci::run(&args),

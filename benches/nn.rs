@@ -1,0 +1,113 @@
+//! Network benches on the CPU backend (burn `flex`): inference positions per second at batch
+//! 1, 16, 64 and 256 for the folded inference net and for the unfolded network (the training
+//! definition in inference mode), and training samples per second at batch 256, all for a
+//! 6-block, 64-filter net over the 16 input planes.
+//!
+//! Threads are the global rayon pool's: `RAYON_NUM_THREADS=1 cargo bench -p xiangqi-nn --bench nn`.
+//! Each bench checks the shape and finiteness of what it computed.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use xiangqi::env::{self, INPUT_SIZE, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SIZE};
+use xiangqi::{Game, Position, RuleSet};
+use xiangqi_nn::{InferenceNet, Net, NetConfig, TrainBatch, TrainConfig, Trainer, cpu_device};
+use xiangqi_search::SearchGame;
+
+/// Planes of `n` positions from pseudo-random games (a fixed LCG), so that the inputs look like
+/// real ones.
+fn positions(n: usize) -> Vec<f32> {
+    let mut planes = vec![0.0; n * INPUT_SIZE];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut game = Game::new(Position::start(), RuleSet::Asian);
+    let mut moves = Vec::new();
+    for chunk in planes.chunks_exact_mut(INPUT_SIZE) {
+        moves.clear();
+        game.legal_moves_into(&mut moves);
+        if moves.is_empty() || game.len() > 150 {
+            game = Game::new(Position::start(), RuleSet::Asian);
+            moves.clear();
+            game.legal_moves_into(&mut moves);
+        }
+        env::encode_planes(&game, chunk);
+        state =
+            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let m = moves[(state >> 33) as usize % moves.len()];
+        SearchGame::play(&mut game, m);
+    }
+    planes
+}
+
+fn net_config() -> NetConfig {
+    NetConfig::new(6, 64)
+}
+
+fn inference(c: &mut Criterion) {
+    let device = cpu_device();
+    device.seed(7);
+    let net = Net::new(&net_config(), &device);
+    let folded = InferenceNet::from_net(&net, &device).unwrap();
+    let mut group = c.benchmark_group("inference");
+    for batch in [1usize, 16, 64, 256] {
+        let planes = positions(batch);
+        group.throughput(Throughput::Elements(batch as u64));
+        group.bench_with_input(BenchmarkId::new("folded", batch), &planes, |b, planes| {
+            b.iter(|| {
+                let logits = folded.predict(planes.clone()).unwrap();
+                assert_eq!(logits.policy.len(), batch * POLICY_SIZE);
+                assert!(logits.wdl.iter().all(|x| x.is_finite()));
+                black_box(logits)
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("unfolded", batch), &planes, |b, planes| {
+            b.iter(|| {
+                let x = burn::tensor::Tensor::<4>::from_data(
+                    burn::tensor::TensorData::new(
+                        planes.clone(),
+                        [batch, PLANES, PLANE_RANKS, PLANE_FILES],
+                    ),
+                    &device,
+                );
+                let out = net.forward(x);
+                let policy = out.policy.into_data();
+                let wdl = out.wdl.into_data();
+                assert_eq!(policy.num_elements(), batch * POLICY_SIZE);
+                assert!(wdl.iter::<f32>().all(|x| x.is_finite()));
+                black_box((policy, wdl))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn training(c: &mut Criterion) {
+    let batch = 256;
+    let planes = positions(batch);
+    let mut samples = TrainBatch::with_capacity(batch);
+    for (i, p) in planes.chunks_exact(INPUT_SIZE).enumerate() {
+        let mut policy = vec![0.0; POLICY_SIZE];
+        policy[(i * 7919) % POLICY_SIZE] = 0.75;
+        policy[(i * 104_729) % POLICY_SIZE] += 0.25;
+        let wdl = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][i % 3];
+        samples.push(p, &policy, wdl, i % 4 != 0);
+    }
+    let config = TrainConfig { warmup_steps: 0, ..TrainConfig::default() };
+    let mut trainer = Trainer::new(&net_config(), &config, &cpu_device(), 7).unwrap();
+    let mut group = c.benchmark_group("training");
+    group.throughput(Throughput::Elements(batch as u64));
+    group.bench_function(BenchmarkId::new("adamw_step", batch), |b| {
+        b.iter(|| {
+            let m = trainer.step(&samples).unwrap();
+            assert!(m.loss.is_finite() && m.grad_norm.is_finite());
+            black_box(m)
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = inference, training
+}
+criterion_main!(benches);

@@ -1,0 +1,413 @@
+//! `xqz train [--config FILE] [--run-dir DIR] [--resume] [--threads N] [--iterations N]`.
+//!
+//! Runs the training loop of `xiangqi_nn::pipeline` (self-play → replay window → optimizer
+//! steps → checkpoints → arena) until Ctrl-C (which checkpoints and exits cleanly), a budget of
+//! the config's `[loop]` section, or `--iterations`.
+//!
+//! The run directory (default `runs/<config name>`) receives:
+//!
+//! | path | what |
+//! |---|---|
+//! | `config.toml` | the resolved config (every key) |
+//! | `checkpoints/ckpt-NNNNNN/` | checkpoints after N iterations (`ckpt-000000` = the initial net) |
+//! | `shards/shard-NNNNNN.npz` | the replay shards of each iteration |
+//! | `tensorboard/` | TensorBoard event files (`tensorboard --logdir runs/NAME/tensorboard`) |
+//! | `metrics.csv`, `arena.csv` | one row per iteration, one row per arena match |
+//! | `games.pgn` | sample self-play games of each iteration |
+//!
+//! TensorBoard scalars: per optimizer step `loss/*`, `policy/entropy`, `value/accuracy`,
+//! `train/learning_rate`, `train/grad_norm`; per iteration (x = iteration) `selfplay/*` (games/s,
+//! simulations/s, evaluations/s, batch fill, mean game length, share of each ending,
+//! false-resignation rate), `train/samples_per_sec`, `replay/window_samples`; per arena match
+//! (x = iteration) `arena/<opponent>/score` and `arena/<opponent>/elo` (with `elo_low`, `elo_high`).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use tensorboard_rs::summary_writer::SummaryWriter;
+use xiangqi::OutcomeReason;
+use xiangqi_nn::StepMetrics;
+use xiangqi_nn::pipeline::{
+    ArenaReport, IterationReport, Observer, RunPaths, StopReason, TrainingRun,
+};
+use xiangqi_search::SelfPlayStats;
+
+use crate::config::{BUILTIN_CPU, ConfigFile};
+
+/// Arguments of `xqz train`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Config file (TOML); default: the built-in CPU config (`configs/cpu.toml`).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Run directory; default `runs/<config name>`.
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+    /// Continue the run in the run directory from its last checkpoint.
+    #[arg(long)]
+    resume: bool,
+    /// Threads for self-play and the network (overrides `selfplay.threads`; 0 = all cores).
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Stop after this many iterations (in addition to the config's budgets).
+    #[arg(long)]
+    iterations: Option<u64>,
+    /// No progress bar (log lines only).
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let (mut config, name) = load_config(args)?;
+    if let Some(t) = args.threads {
+        config.selfplay.threads = t;
+    }
+    let threads = match config.selfplay.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n as usize,
+    };
+    // The network's CPU backend uses rayon's global pool.
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
+
+    let run_dir = args.run_dir.clone().unwrap_or_else(|| Path::new("runs").join(&name));
+    fs::create_dir_all(&run_dir)
+        .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
+    let paths = RunPaths::under(&run_dir);
+    let mut training = if args.resume {
+        TrainingRun::resume(config.run_config(), paths.clone())?
+    } else {
+        TrainingRun::create(config.run_config(), paths.clone())?
+    };
+    write_atomically(&run_dir.join("config.toml"), config.to_toml()?.as_bytes())?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::SeqCst) {
+                eprintln!("\nsecond interrupt: exiting without a checkpoint");
+                std::process::exit(130);
+            }
+            eprintln!("\ninterrupt: finishing the current step and writing a checkpoint");
+        });
+    }
+    let mut observer = CliObserver::new(&run_dir, stop, args.quiet, &config)?;
+    eprintln!(
+        "xqz train: run '{}' in {} ({} iterations done, {} steps); TensorBoard: tensorboard --logdir {}",
+        name,
+        run_dir.display(),
+        training.iteration(),
+        training.trainer().step_count(),
+        run_dir.join("tensorboard").display()
+    );
+    let reason = training.run(args.iterations, &mut observer)?;
+    observer.finish();
+    // Every way out of `run` leaves the state in a checkpoint: the end of the last iteration,
+    // or (interrupted while training) the steps taken so far.
+    let dir = xiangqi_nn::pipeline::list_checkpoints(&paths.checkpoints)
+        .ok()
+        .and_then(|c| c.last().map(|(_, d)| d.clone()))
+        .unwrap_or_else(|| paths.checkpoints.clone());
+    eprintln!(
+        "{}: {} iterations, {} optimizer steps, {} self-play samples, {:.1} min; checkpoint {}",
+        match reason {
+            StopReason::Interrupted => "stopped",
+            StopReason::Budget => "budget spent",
+            StopReason::Iterations => "done",
+        },
+        training.iteration(),
+        training.trainer().step_count(),
+        training.total_samples(),
+        training.elapsed().as_secs_f64() / 60.0,
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The config and its name: `--config FILE` (name = file stem); on `--resume` without
+/// `--config`, the run directory's resolved `config.toml`; else the built-in CPU config.
+fn load_config(args: &Args) -> anyhow::Result<(ConfigFile, String)> {
+    if let Some(path) = &args.config {
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .filter(|s| !s.is_empty())
+            .unwrap_or("run")
+            .to_string();
+        return Ok((ConfigFile::load(path)?, name));
+    }
+    if args.resume {
+        if let Some(dir) = &args.run_dir {
+            let resolved = dir.join("config.toml");
+            if resolved.exists() {
+                let name = dir.file_name().and_then(|s| s.to_str()).unwrap_or("run").to_string();
+                return Ok((ConfigFile::load(&resolved)?, name));
+            }
+        }
+    }
+    Ok((ConfigFile::parse(BUILTIN_CPU, "built-in configs/cpu.toml")?, "cpu".to_string()))
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("toml.tmp");
+    fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("cannot rename to {}", path.display()))?;
+    Ok(())
+}
+
+const METRICS_HEADER: &str = "iteration,elapsed_s,total_samples,total_steps,games,samples,\
+mean_game_length,games_per_s,simulations_per_s,evaluations_per_s,batch_fill,train_samples_per_s,\
+loss,policy_loss,value_loss,weight_decay_loss,policy_entropy,value_accuracy,learning_rate,\
+grad_norm,window_samples,false_resign_rate";
+
+const ARENA_HEADER: &str =
+    "iteration,elapsed_s,opponent,games,wins,draws,losses,score,elo,elo_low,elo_high";
+
+/// Writes TensorBoard events, the CSV files and the progress bar.
+struct CliObserver {
+    stop: Arc<AtomicBool>,
+    tb: SummaryWriter,
+    metrics: BufWriter<File>,
+    arena: BufWriter<File>,
+    bar: ProgressBar,
+    quiet: bool,
+    games_per_iteration: u64,
+    iteration: u64,
+    started: Instant,
+    last_flush: Instant,
+    headline: String,
+}
+
+fn open_csv(path: &Path, header: &str) -> anyhow::Result<BufWriter<File>> {
+    let new = !path.exists() || fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true);
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let mut w = BufWriter::new(file);
+    if new {
+        writeln!(w, "{header}").with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(w)
+}
+
+impl CliObserver {
+    fn new(
+        run_dir: &Path,
+        stop: Arc<AtomicBool>,
+        quiet: bool,
+        config: &ConfigFile,
+    ) -> anyhow::Result<CliObserver> {
+        let tb_dir = run_dir.join("tensorboard");
+        fs::create_dir_all(&tb_dir)
+            .with_context(|| format!("cannot create {}", tb_dir.display()))?;
+        let bar = if quiet {
+            ProgressBar::hidden()
+        } else {
+            let bar = ProgressBar::new_spinner();
+            if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}") {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        };
+        Ok(CliObserver {
+            stop,
+            tb: SummaryWriter::new(&tb_dir),
+            metrics: open_csv(&run_dir.join("metrics.csv"), METRICS_HEADER)?,
+            arena: open_csv(&run_dir.join("arena.csv"), ARENA_HEADER)?,
+            bar,
+            quiet,
+            games_per_iteration: config.run.games_per_iteration,
+            iteration: 0,
+            started: Instant::now(),
+            last_flush: Instant::now(),
+            headline: String::new(),
+        })
+    }
+
+    fn log(&self, line: &str) {
+        if self.quiet {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+
+    fn finish(&mut self) {
+        self.bar.finish_and_clear();
+        self.tb.flush();
+        let _ = self.metrics.flush();
+        let _ = self.arena.flush();
+    }
+
+    fn scalar(&mut self, tag: &str, value: f64, step: u64) {
+        if value.is_finite() {
+            self.tb.add_scalar(tag, value as f32, step as usize);
+        }
+    }
+}
+
+impl Observer for CliObserver {
+    fn iteration_started(&mut self, iteration: u64) {
+        self.iteration = iteration;
+        self.bar.set_message(format!("iteration {iteration}: self-play {}", self.headline));
+    }
+
+    fn selfplay_progress(&mut self, stats: &SelfPlayStats) {
+        let secs = stats.elapsed.as_secs_f64().max(1e-9);
+        self.bar.set_message(format!(
+            "iteration {}: self-play {}/{} games, {:.0} sims/s, batch fill {:.0}% {}",
+            self.iteration,
+            stats.games_finished,
+            self.games_per_iteration,
+            stats.simulations as f64 / secs,
+            100.0 * stats.batch_fill(),
+            self.headline
+        ));
+    }
+
+    fn step(&mut self, m: &StepMetrics) {
+        let s = m.step;
+        self.scalar("loss/total", f64::from(m.loss), s);
+        self.scalar("loss/policy", f64::from(m.policy_loss), s);
+        self.scalar("loss/value", f64::from(m.value_loss), s);
+        self.scalar("loss/weight_decay", f64::from(m.weight_decay_loss), s);
+        self.scalar("policy/entropy", f64::from(m.policy_entropy), s);
+        self.scalar("value/accuracy", f64::from(m.value_accuracy), s);
+        self.scalar("train/learning_rate", m.learning_rate, s);
+        self.scalar("train/grad_norm", f64::from(m.grad_norm), s);
+        self.bar.set_message(format!(
+            "iteration {}: training step {} loss {:.3} (policy {:.3}, value {:.3}) {}",
+            self.iteration, s, m.loss, m.policy_loss, m.value_loss, self.headline
+        ));
+        if self.last_flush.elapsed() > Duration::from_secs(10) {
+            self.tb.flush();
+            self.last_flush = Instant::now();
+        }
+    }
+
+    fn iteration(&mut self, r: &IterationReport) {
+        let it = r.iteration;
+        let st = &r.selfplay.stats;
+        let secs = r.selfplay.elapsed.as_secs_f64();
+        let per_sec = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
+        let games_per_s = per_sec(r.selfplay.games);
+        let sims_per_s = per_sec(st.simulations);
+        let evals_per_s = per_sec(st.evaluations);
+        self.scalar("selfplay/games_per_sec", games_per_s, it);
+        self.scalar("selfplay/simulations_per_sec", sims_per_s, it);
+        self.scalar("selfplay/evaluations_per_sec", evals_per_s, it);
+        self.scalar("selfplay/batch_fill", st.batch_fill(), it);
+        self.scalar("selfplay/mean_game_length", r.selfplay.mean_game_length(), it);
+        for reason in OutcomeReason::ALL {
+            self.scalar(
+                &format!("selfplay/ending/{}", reason.name()),
+                r.selfplay.reason_share(reason),
+                it,
+            );
+        }
+        let false_resign = st.resign_false_positive_rate();
+        if let Some(rate) = false_resign {
+            self.scalar("selfplay/false_resign_rate", rate, it);
+        }
+        self.scalar("train/samples_per_sec", r.train_samples_per_sec, it);
+        self.scalar("replay/window_samples", r.window_samples as f64, it);
+        self.scalar("replay/total_samples", r.total_samples as f64, it);
+        let m = &r.mean;
+        let row = format!(
+            "{},{:.1},{},{},{},{},{:.2},{:.4},{:.1},{:.1},{:.4},{:.1},{:.5},{:.5},{:.5},{:.6},{:.4},{:.4},{:.6},{:.4},{},{}",
+            it,
+            r.elapsed.as_secs_f64(),
+            r.total_samples,
+            r.total_steps,
+            r.selfplay.games,
+            r.selfplay.samples,
+            r.selfplay.mean_game_length(),
+            games_per_s,
+            sims_per_s,
+            evals_per_s,
+            st.batch_fill(),
+            r.train_samples_per_sec,
+            m.loss,
+            m.policy_loss,
+            m.value_loss,
+            m.weight_decay_loss,
+            m.policy_entropy,
+            m.value_accuracy,
+            m.learning_rate,
+            m.grad_norm,
+            r.window_samples,
+            false_resign.map_or(String::new(), |x| format!("{x:.4}")),
+        );
+        let _ = writeln!(self.metrics, "{row}");
+        let _ = self.metrics.flush();
+        self.tb.flush();
+        self.log(&format!(
+            "iteration {it}: {} games ({:.1} plies avg, {:.0} sims/s), {} steps, loss {:.3} (policy {:.3}, value {:.3}), window {} samples, {:.1} min",
+            r.selfplay.games,
+            r.selfplay.mean_game_length(),
+            sims_per_s,
+            r.steps,
+            m.loss,
+            m.policy_loss,
+            m.value_loss,
+            r.window_samples,
+            r.elapsed.as_secs_f64() / 60.0
+        ));
+    }
+
+    fn arena(&mut self, r: &ArenaReport) {
+        let wdl = &r.stats.wdl;
+        let elo = wdl.elo();
+        let opp = r.opponent.replace('/', "_");
+        // "ckpt-NNNNNN" opponents change over time: one tag for "the previous arena net".
+        let tag = if opp.starts_with("ckpt-") { "previous".to_string() } else { opp.clone() };
+        self.scalar(&format!("arena/{tag}/score"), wdl.score(), r.iteration);
+        self.scalar(&format!("arena/{tag}/elo"), elo.elo, r.iteration);
+        self.scalar(&format!("arena/{tag}/elo_low"), elo.lower, r.iteration);
+        self.scalar(&format!("arena/{tag}/elo_high"), elo.upper, r.iteration);
+        let _ = writeln!(
+            self.arena,
+            "{},{:.1},{},{},{},{},{},{:.4},{:.1},{:.1},{:.1}",
+            r.iteration,
+            self.started.elapsed().as_secs_f64(),
+            opp,
+            wdl.wins + wdl.draws + wdl.losses,
+            wdl.wins,
+            wdl.draws,
+            wdl.losses,
+            wdl.score(),
+            elo.elo,
+            elo.lower,
+            elo.upper
+        );
+        let _ = self.arena.flush();
+        self.tb.flush();
+        self.headline = format!("| vs {opp}: {:.0}%", 100.0 * wdl.score());
+        self.log(&format!(
+            "arena after iteration {}: vs {opp}: +{} ={} -{}, score {:.1}%, Elo {:+.0} [{:+.0}, {:+.0}]",
+            r.iteration,
+            wdl.wins,
+            wdl.draws,
+            wdl.losses,
+            100.0 * wdl.score(),
+            elo.elo,
+            elo.lower,
+            elo.upper
+        ));
+    }
+
+    fn should_stop(&mut self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,414 @@
+//! Network and training settings: the `[network]` and `[training]` sections of a config file.
+//!
+//! Both structs deserialize with serde, reject unknown keys (`deny_unknown_fields`), fill every
+//! missing key with its default, and have a `validate` that names the offending key:
+//!
+//! ```
+//! use xiangqi_nn::{NetConfig, TrainConfig};
+//!
+//! let net: NetConfig = toml::from_str("blocks = 6\nfilters = 64").unwrap();
+//! assert!(net.validate().is_ok());
+//! let mut train = TrainConfig::default();
+//! train.learning_rate = -1.0;
+//! assert_eq!(train.validate().unwrap_err().key, "training.learning_rate");
+//! ```
+//!
+//! A [`NetConfig`] is also written into every checkpoint: it is the network's shape.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// A setting with a bad value: which key and why.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{key}: {reason}")]
+pub struct ConfigError {
+    /// The key, with its section: `network.blocks`.
+    pub key: &'static str,
+    /// What is wrong with its value.
+    pub reason: String,
+}
+
+fn check(ok: bool, key: &'static str, reason: impl fmt::Display) -> Result<(), ConfigError> {
+    if ok { Ok(()) } else { Err(ConfigError { key, reason: reason.to_string() }) }
+}
+
+/// Upper bound on a channel count, far above anything sensible, so that a typo cannot ask for
+/// terabytes of weights.
+const MAX_CHANNELS: usize = 4096;
+
+/// What the residual blocks add to the plain two-convolution block, to see the whole board.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GlobalKind {
+    /// Plain residual blocks: conv–BN–ReLU–conv–BN, skip connection, ReLU.
+    #[default]
+    None,
+    /// Squeeze-excitation (as in Leela Chess Zero): the block's output is averaged over the
+    /// board, passed through a bottleneck of `global_channels`, and turned into a per-channel
+    /// gate (sigmoid) and bias before the skip connection.
+    SqueezeExcitation,
+    /// Global pooling (as in KataGo): the first convolution also produces `global_channels`
+    /// extra channels whose board mean and max are mapped to a per-channel bias of the block's
+    /// middle activation.
+    GlobalPooling,
+}
+
+/// The `[network]` section: the shape of the network. Inputs and the policy size come from
+/// the environment view ([`xiangqi::env::PLANES`], [`xiangqi::env::POLICY_SIZE`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetConfig {
+    /// Residual blocks in the tower.
+    pub blocks: usize,
+    /// Channels of every 3 × 3 convolution in the tower.
+    pub filters: usize,
+    /// `"none"`, `"squeeze_excitation"` or `"global_pooling"`.
+    pub global: GlobalKind,
+    /// Bottleneck width of a squeeze-excitation block, or pooled channels of a global-pooling
+    /// block. Unused with `global = "none"`.
+    pub global_channels: usize,
+    /// Every how many blocks one has the global structure: block `i` (from 1) has it when
+    /// `i % global_every == 0`; 1 = every block.
+    pub global_every: usize,
+    /// Channels of the policy head's 1 × 1 convolution before its linear layer.
+    pub policy_channels: usize,
+    /// Channels of the value head's 1 × 1 convolution.
+    pub value_channels: usize,
+    /// Width of the value head's hidden linear layer.
+    pub value_hidden: usize,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            blocks: 6,
+            filters: 64,
+            global: GlobalKind::None,
+            global_channels: 16,
+            global_every: 2,
+            policy_channels: 2,
+            value_channels: 2,
+            value_hidden: 64,
+        }
+    }
+}
+
+impl NetConfig {
+    /// A tower of `blocks` plain residual blocks of `filters` channels, default heads.
+    pub fn new(blocks: usize, filters: usize) -> NetConfig {
+        NetConfig { blocks, filters, ..NetConfig::default() }
+    }
+
+    /// A very small network for tests and smoke runs: 1 block of 8 filters.
+    pub fn tiny() -> NetConfig {
+        NetConfig { blocks: 1, filters: 8, value_hidden: 16, ..NetConfig::default() }
+    }
+
+    /// Whether residual block `i` (from 0) has the global structure.
+    pub fn block_is_global(&self, i: usize) -> bool {
+        self.global != GlobalKind::None && (i + 1) % self.global_every == 0
+    }
+
+    /// Checks every value.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key (`network.<key>`) and why.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(self.blocks >= 1, "network.blocks", "must be at least 1")?;
+        check(self.blocks <= 256, "network.blocks", "must be at most 256")?;
+        let channels = |n: usize| (1..=MAX_CHANNELS).contains(&n);
+        let reason = format!("must be between 1 and {MAX_CHANNELS}");
+        check(channels(self.filters), "network.filters", &reason)?;
+        check(channels(self.policy_channels), "network.policy_channels", &reason)?;
+        check(channels(self.value_channels), "network.value_channels", &reason)?;
+        check(channels(self.value_hidden), "network.value_hidden", &reason)?;
+        if self.global != GlobalKind::None {
+            check(channels(self.global_channels), "network.global_channels", &reason)?;
+            check(
+                (1..=self.blocks).contains(&self.global_every),
+                "network.global_every",
+                format!("must be between 1 and network.blocks ({})", self.blocks),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The settings that differ between `self` and `other`, as `key: self vs other` lines;
+    /// empty when they describe the same network.
+    pub fn differences(&self, other: &NetConfig) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cmp = |key: &str, a: String, b: String| {
+            if a != b {
+                out.push(format!("network.{key}: {a} vs {b}"));
+            }
+        };
+        cmp("blocks", self.blocks.to_string(), other.blocks.to_string());
+        cmp("filters", self.filters.to_string(), other.filters.to_string());
+        cmp("global", format!("{:?}", self.global), format!("{:?}", other.global));
+        if self.global != GlobalKind::None || other.global != GlobalKind::None {
+            cmp(
+                "global_channels",
+                self.global_channels.to_string(),
+                other.global_channels.to_string(),
+            );
+            cmp("global_every", self.global_every.to_string(), other.global_every.to_string());
+        }
+        cmp("policy_channels", self.policy_channels.to_string(), other.policy_channels.to_string());
+        cmp("value_channels", self.value_channels.to_string(), other.value_channels.to_string());
+        cmp("value_hidden", self.value_hidden.to_string(), other.value_hidden.to_string());
+        out
+    }
+
+    /// Whether two configs build the same network (the unused global settings of a network
+    /// without global blocks do not count).
+    pub fn same_shape(&self, other: &NetConfig) -> bool {
+        self.differences(other).is_empty()
+    }
+}
+
+/// Which optimizer the trainer uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizerKind {
+    /// Adam with decoupled weight decay (Loshchilov & Hutter 2019).
+    #[default]
+    Adamw,
+    /// Stochastic gradient descent with momentum; weight decay as an L2 term of the loss.
+    Sgd,
+}
+
+/// How the learning rate changes after the warm-up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LrSchedule {
+    /// `learning_rate` throughout.
+    #[default]
+    Constant,
+    /// Cosine from `learning_rate` down to `learning_rate · final_lr_fraction` at `total_steps`,
+    /// then constant.
+    Cosine,
+    /// Multiplied by `decay_factor` every `decay_every` steps.
+    Step,
+}
+
+/// The `[training]` section: optimizer, learning-rate schedule, regularisation and the loss.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// `"adamw"` or `"sgd"`.
+    pub optimizer: OptimizerKind,
+    /// Peak learning rate (after the warm-up).
+    pub learning_rate: f64,
+    /// Steps of linear warm-up from 0 to `learning_rate`; 0 = none.
+    pub warmup_steps: u64,
+    /// `"constant"`, `"cosine"` or `"step"`.
+    pub schedule: LrSchedule,
+    /// Cosine: the step where the learning rate reaches its floor.
+    pub total_steps: u64,
+    /// Cosine: the floor as a fraction of `learning_rate`.
+    pub final_lr_fraction: f64,
+    /// Step: steps between two decays.
+    pub decay_every: u64,
+    /// Step: factor of each decay.
+    pub decay_factor: f64,
+    /// Weight decay of the convolution and linear weights (not of biases and batch-norm
+    /// parameters): decoupled for AdamW, an L2 term `weight_decay / 2 · ‖w‖²` for SGD.
+    pub weight_decay: f64,
+    /// SGD momentum; AdamW β₁.
+    pub momentum: f64,
+    /// AdamW β₂.
+    pub beta2: f64,
+    /// AdamW ε.
+    pub epsilon: f64,
+    /// SGD: Nesterov momentum.
+    pub nesterov: bool,
+    /// Rescale the gradient when its global L2 norm exceeds this; 0 = no clipping.
+    pub grad_clip_norm: f64,
+    /// Mirror each sample left–right with probability ½ (the one symmetry of xiangqi).
+    pub mirror: bool,
+    /// Weight of the policy cross-entropy in the loss.
+    pub policy_weight: f64,
+    /// Weight of the WDL cross-entropy in the loss.
+    pub value_weight: f64,
+    /// Samples per forward/backward pass; 0 = the whole batch in one pass. With a micro-batch
+    /// smaller than the batch, the gradients of the passes are summed before the one optimizer
+    /// step (the loss is the same), but batch normalisation normalises each micro-batch with its
+    /// own statistics ("ghost batch normalisation") and updates its running statistics once per
+    /// micro-batch. On the CPU backend passes of about 64 samples stay in cache and are faster.
+    pub micro_batch: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            optimizer: OptimizerKind::Adamw,
+            learning_rate: 1e-3,
+            warmup_steps: 200,
+            schedule: LrSchedule::Constant,
+            total_steps: 100_000,
+            final_lr_fraction: 0.1,
+            decay_every: 50_000,
+            decay_factor: 0.1,
+            weight_decay: 1e-4,
+            momentum: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-8,
+            nesterov: false,
+            grad_clip_norm: 10.0,
+            mirror: true,
+            policy_weight: 1.0,
+            value_weight: 1.0,
+            micro_batch: 0,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Checks every value.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key (`training.<key>`) and why.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        let non_negative = |x: f64| x.is_finite() && x >= 0.0;
+        let unit_open = |x: f64| x.is_finite() && (0.0..1.0).contains(&x);
+        check(positive(self.learning_rate), "training.learning_rate", "must be a positive number")?;
+        check(non_negative(self.weight_decay), "training.weight_decay", "must be a number >= 0")?;
+        check(unit_open(self.momentum), "training.momentum", "must be in [0, 1)")?;
+        check(unit_open(self.beta2), "training.beta2", "must be in [0, 1)")?;
+        check(positive(self.epsilon), "training.epsilon", "must be a positive number")?;
+        check(
+            non_negative(self.grad_clip_norm),
+            "training.grad_clip_norm",
+            "must be a number >= 0 (0 disables clipping)",
+        )?;
+        check(non_negative(self.policy_weight), "training.policy_weight", "must be a number >= 0")?;
+        check(non_negative(self.value_weight), "training.value_weight", "must be a number >= 0")?;
+        check(
+            self.policy_weight + self.value_weight > 0.0,
+            "training.value_weight",
+            "policy_weight and value_weight must not both be 0",
+        )?;
+        match self.schedule {
+            LrSchedule::Constant => {}
+            LrSchedule::Cosine => {
+                check(self.total_steps >= 1, "training.total_steps", "must be at least 1")?;
+                check(
+                    self.final_lr_fraction.is_finite()
+                        && (0.0..=1.0).contains(&self.final_lr_fraction),
+                    "training.final_lr_fraction",
+                    "must be between 0 and 1",
+                )?;
+            }
+            LrSchedule::Step => {
+                check(self.decay_every >= 1, "training.decay_every", "must be at least 1")?;
+                check(
+                    self.decay_factor.is_finite()
+                        && self.decay_factor > 0.0
+                        && self.decay_factor <= 1.0,
+                    "training.decay_factor",
+                    "must be in (0, 1]",
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The learning rate of optimizer step `step` (counted from 0): linear warm-up over
+    /// `warmup_steps` (step 0 gets `learning_rate / warmup_steps`), then the schedule, which
+    /// counts from the end of the warm-up.
+    pub fn learning_rate_at(&self, step: u64) -> f64 {
+        let base = self.learning_rate;
+        if step < self.warmup_steps {
+            return base * (step + 1) as f64 / self.warmup_steps as f64;
+        }
+        let t = step - self.warmup_steps;
+        match self.schedule {
+            LrSchedule::Constant => base,
+            LrSchedule::Cosine => {
+                let floor = base * self.final_lr_fraction;
+                let total = self.total_steps.saturating_sub(self.warmup_steps).max(1);
+                let progress = (t as f64 / total as f64).min(1.0);
+                floor + (base - floor) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+            }
+            LrSchedule::Step => {
+                let decays = (t / self.decay_every).min(i32::MAX as u64) as i32;
+                base * self.decay_factor.powi(decays)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_round_trip_through_toml() {
+        let net = NetConfig::default();
+        net.validate().unwrap();
+        let text = toml::to_string(&net).unwrap();
+        assert_eq!(toml::from_str::<NetConfig>(&text).unwrap(), net);
+        let train = TrainConfig::default();
+        train.validate().unwrap();
+        let text = toml::to_string(&train).unwrap();
+        assert_eq!(toml::from_str::<TrainConfig>(&text).unwrap(), train);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let err = toml::from_str::<NetConfig>("blocks = 2\nfliters = 3").unwrap_err();
+        assert!(err.to_string().contains("fliters"), "{err}");
+        let err = toml::from_str::<TrainConfig>("lr = 0.1").unwrap_err();
+        assert!(err.to_string().contains("lr"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let net = NetConfig { blocks: 0, ..NetConfig::default() };
+        assert_eq!(net.validate().unwrap_err().key, "network.blocks");
+        let net = NetConfig {
+            global: GlobalKind::SqueezeExcitation,
+            global_every: 9,
+            ..NetConfig::default()
+        };
+        let err = net.validate().unwrap_err();
+        assert_eq!(err.key, "network.global_every");
+        assert!(err.to_string().contains("between 1 and network.blocks (6)"), "{err}");
+        let train = TrainConfig { momentum: 1.0, ..TrainConfig::default() };
+        assert_eq!(train.validate().unwrap_err().key, "training.momentum");
+    }
+
+    #[test]
+    fn differences_name_the_keys() {
+        let a = NetConfig::new(6, 64);
+        let b = NetConfig::new(10, 64);
+        assert_eq!(a.differences(&b), vec!["network.blocks: 6 vs 10".to_string()]);
+        // Unused global settings do not make a difference.
+        let c = NetConfig { global_channels: 99, ..a.clone() };
+        assert!(a.same_shape(&c));
+    }
+
+    #[test]
+    fn learning_rate_schedule() {
+        let mut c = TrainConfig { learning_rate: 1.0, warmup_steps: 4, ..TrainConfig::default() };
+        assert_eq!(c.learning_rate_at(0), 0.25);
+        assert_eq!(c.learning_rate_at(3), 1.0);
+        assert_eq!(c.learning_rate_at(1000), 1.0);
+        c.schedule = LrSchedule::Step;
+        c.decay_every = 10;
+        c.decay_factor = 0.5;
+        assert_eq!(c.learning_rate_at(13), 1.0);
+        assert_eq!(c.learning_rate_at(14), 0.5);
+        assert_eq!(c.learning_rate_at(24), 0.25);
+        c.schedule = LrSchedule::Cosine;
+        c.total_steps = 104;
+        c.final_lr_fraction = 0.1;
+        assert!((c.learning_rate_at(4) - 1.0).abs() < 1e-12);
+        assert!((c.learning_rate_at(54) - 0.55).abs() < 1e-12);
+        assert!((c.learning_rate_at(104) - 0.1).abs() < 1e-12);
+        assert!((c.learning_rate_at(500) - 0.1).abs() < 1e-12);
+    }
+}

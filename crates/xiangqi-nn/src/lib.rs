@@ -1,0 +1,93 @@
+//! The neural network of xiangqi-zero, the only crate that knows burn: a residual tower with a
+//! policy head over the action space and a win/draw/loss value head ([`Net`]), its folded
+//! inference form and the search's evaluator over it ([`InferenceNet`], [`NnEvaluator`]), the
+//! trainer ([`Trainer`]) and the checkpoint format ([`checkpoint`]).
+//!
+//! Inputs and outputs follow the environment view of the rules crate ([`xiangqi::env`]):
+//! `[B, 16, 10, 9]` input planes from the side to move, policy logits over the 2166 actions
+//! (`move_to_index`), and WDL logits for the side to move; the evaluator's value is
+//! `P(win) − P(loss)`.
+//!
+//! # Backends
+//! One model definition runs on every burn device; only the device differs. The CPU backend is
+//! burn's pure-Rust `flex` ([`cpu_device`]), always built. Cargo features `wgpu` and `cuda` add
+//! [`gpu_device`] for those backends (compile-checked by hand; not built in CI). Training needs
+//! an autodiff device (`device.autodiff()`, done by [`Trainer`]); inference runs on the plain
+//! device. CPU threads are the global rayon pool's, which the binary configures.
+//!
+//! # Example
+//! ```
+//! use xiangqi::{Game, Position, RuleSet};
+//! use xiangqi_nn::{InferenceNet, Net, NetConfig, NnEvaluator, cpu_device};
+//! use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator, SearchGame};
+//!
+//! let device = cpu_device();
+//! let net = Net::new(&NetConfig::tiny(), &device);
+//! let mut evaluator = NnEvaluator::new(InferenceNet::from_net(&net, &device).unwrap());
+//!
+//! let game = Game::new(Position::start(), RuleSet::Asian);
+//! let mut moves = Vec::new();
+//! game.legal_moves_into(&mut moves);
+//! let batch = [EvalRequest { game: &game, moves: &moves }];
+//! let mut out = EvalBuffer::new();
+//! out.prepare(&batch);
+//! evaluator.evaluate(&batch, &mut out).unwrap();
+//! let sum: f32 = out.priors(0).iter().sum();
+//! assert!((sum - 1.0).abs() < 1e-4);
+//! assert!((-1.0..=1.0).contains(&out.value(0)));
+//! ```
+
+pub mod checkpoint;
+pub mod config;
+pub mod error;
+pub mod infer;
+pub mod model;
+pub mod pipeline;
+pub mod train;
+
+pub use burn::tensor::Device;
+pub use checkpoint::{CheckpointError, Manifest};
+pub use config::{ConfigError, GlobalKind, LrSchedule, NetConfig, OptimizerKind, TrainConfig};
+pub use error::NnError;
+pub use infer::{InferenceNet, Logits, NnEvaluator};
+pub use model::{Net, NetOutput, WDL};
+pub use train::{StepMetrics, TrainBatch, Trainer};
+
+/// The CPU device: burn's `flex` backend (multithreaded through the global rayon pool).
+pub fn cpu_device() -> Device {
+    Device::flex()
+}
+
+/// The GPU backends this build has, by cargo feature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuBackend {
+    /// CUDA (feature `cuda`), by device index.
+    Cuda,
+    /// wgpu (feature `wgpu`): Vulkan, Metal, DirectX or WebGPU, whichever the platform offers;
+    /// the index picks among discrete GPUs.
+    Wgpu,
+}
+
+/// The GPU device `index` of `backend`, if this build has that backend.
+///
+/// # Errors
+/// A message naming the cargo feature to enable when the backend is not compiled in.
+pub fn gpu_device(backend: GpuBackend, index: usize) -> Result<Device, String> {
+    match backend {
+        #[cfg(feature = "cuda")]
+        GpuBackend::Cuda => Ok(Device::cuda(index)),
+        #[cfg(feature = "wgpu")]
+        GpuBackend::Wgpu => Ok(Device::wgpu(burn::tensor::DeviceKind::DiscreteGpu(index))),
+        #[allow(unreachable_patterns)]
+        other => {
+            let _ = index;
+            Err(format!(
+                "this build has no {other:?} backend: rebuild with the cargo feature `{}`",
+                match other {
+                    GpuBackend::Cuda => "cuda",
+                    GpuBackend::Wgpu => "wgpu",
+                }
+            ))
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The network: a residual tower over the input planes, a policy head over the action space and
+//! a win/draw/loss value head.
+//!
+//! ```text
+//! planes [B, 16, 10, 9]
+//!   └ conv 3×3 → BN → ReLU                               (input layer, `filters` channels)
+//!   └ residual block × `blocks`:
+//!       y = ReLU(BN(conv 3×3 (x)))
+//!       [global pooling: y += Linear(mean ‖ max of ReLU(BN(conv 3×3 (x))))]   per channel
+//!       z = BN(conv 3×3 (y))
+//!       [squeeze-excitation: z = sigmoid(g) · z + b, (g, b) = MLP(mean of z)]  per channel
+//!       x = ReLU(x + z)
+//!   ├ policy: conv 1×1 → BN → ReLU → Linear → logits [B, 2166]
+//!   └ value:  conv 1×1 → BN → ReLU → Linear → ReLU → Linear → WDL logits [B, 3]
+//! ```
+//!
+//! The same definition runs on every burn device; on an autodiff device batch normalisation
+//! uses the batch statistics (training), elsewhere its running statistics (inference). For fast
+//! inference use [`crate::InferenceNet`], which folds the batch normalisation into the
+//! convolutions.
+
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
+use burn::tensor::activation::{relu, sigmoid};
+use burn::tensor::{Device, Tensor};
+use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE, PLANES, POLICY_SIZE};
+
+use crate::config::NetConfig;
+
+/// Number of value outputs: win, draw, loss (from the side to move), in this order.
+pub const WDL: usize = 3;
+
+/// A convolution without bias followed by batch normalisation.
+#[derive(Module, Debug)]
+pub struct ConvBn {
+    /// The convolution (`[out, in, k, k]`, no bias).
+    pub conv: Conv2d,
+    /// Its batch normalisation.
+    pub bn: BatchNorm,
+}
+
+impl ConvBn {
+    /// A `kernel × kernel` convolution from `input` to `output` channels, padded to keep the
+    /// board size.
+    pub fn new(input: usize, output: usize, kernel: usize, device: &Device) -> ConvBn {
+        let pad = kernel / 2;
+        let conv = Conv2dConfig::new([input, output], [kernel, kernel])
+            .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
+            .with_bias(false)
+            .init(device);
+        ConvBn { conv, bn: BatchNormConfig::new(output).init(device) }
+    }
+
+    /// # Shapes
+    /// `[B, in, 10, 9]` → `[B, out, 10, 9]`.
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        self.bn.forward(self.conv.forward(x))
+    }
+}
+
+/// Squeeze-excitation: a per-channel gate and bias computed from the board mean of the block's
+/// output.
+#[derive(Module, Debug)]
+pub struct SqueezeExcitation {
+    /// `filters → global_channels`.
+    pub fc1: Linear,
+    /// `global_channels → 2 · filters`: gate logits, then biases.
+    pub fc2: Linear,
+}
+
+impl SqueezeExcitation {
+    fn new(filters: usize, channels: usize, device: &Device) -> SqueezeExcitation {
+        SqueezeExcitation {
+            fc1: LinearConfig::new(filters, channels).init(device),
+            fc2: LinearConfig::new(channels, 2 * filters).init(device),
+        }
+    }
+
+    /// # Shapes
+    /// `[B, F, 10, 9]` → `[B, F, 10, 9]`.
+    pub fn forward(&self, z: Tensor<4>) -> Tensor<4> {
+        let [b, f, _, _] = z.dims();
+        let squeezed = z.clone().reshape([b, f, PLANE_SIZE]).mean_dim(2).reshape([b, f]);
+        let t = self.fc2.forward(relu(self.fc1.forward(squeezed)));
+        let gate = sigmoid(t.clone().narrow(1, 0, f)).reshape([b, f, 1, 1]);
+        let bias = t.narrow(1, f, f).reshape([b, f, 1, 1]);
+        z * gate + bias
+    }
+}
+
+/// Global pooling (KataGo): extra channels pooled over the board into a per-channel bias.
+#[derive(Module, Debug)]
+pub struct GlobalPool {
+    /// `filters → global_channels`, 3 × 3.
+    pub conv: ConvBn,
+    /// `2 · global_channels` (means, then maxima) `→ filters`.
+    pub fc: Linear,
+}
+
+impl GlobalPool {
+    fn new(filters: usize, channels: usize, device: &Device) -> GlobalPool {
+        GlobalPool {
+            conv: ConvBn::new(filters, channels, 3, device),
+            fc: LinearConfig::new(2 * channels, filters).init(device),
+        }
+    }
+
+    /// The pooled bias from the pooled channels `g` (after their BN and ReLU).
+    ///
+    /// # Shapes
+    /// `[B, G, 10, 9]` → `[B, F, 1, 1]`.
+    pub fn bias_from(&self, g: Tensor<4>) -> Tensor<4> {
+        let [b, c, _, _] = g.dims();
+        let g = g.reshape([b, c, PLANE_SIZE]);
+        let pooled = Tensor::cat(vec![g.clone().mean_dim(2), g.max_dim(2)], 1).reshape([b, 2 * c]);
+        let bias = self.fc.forward(pooled);
+        let f = bias.dims()[1];
+        bias.reshape([b, f, 1, 1])
+    }
+}
+
+/// One residual block.
+#[derive(Module, Debug)]
+pub struct ResBlock {
+    /// First convolution.
+    pub conv1: ConvBn,
+    /// Second convolution.
+    pub conv2: ConvBn,
+    /// Optional global-pooling branch.
+    pub pool: Option<GlobalPool>,
+    /// Optional squeeze-excitation.
+    pub se: Option<SqueezeExcitation>,
+}
+
+impl ResBlock {
+    /// # Shapes
+    /// `[B, F, 10, 9]` → `[B, F, 10, 9]`.
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let mut y = relu(self.conv1.forward(x.clone()));
+        if let Some(pool) = &self.pool {
+            y = y + pool.bias_from(relu(pool.conv.forward(x.clone())));
+        }
+        let mut z = self.conv2.forward(y);
+        if let Some(se) = &self.se {
+            z = se.forward(z);
+        }
+        relu(x + z)
+    }
+}
+
+/// What the network answers for a batch of positions.
+#[derive(Debug, Clone)]
+pub struct NetOutput {
+    /// Policy logits over the action space.
+    ///
+    /// # Shapes
+    /// `[B, POLICY_SIZE]`.
+    pub policy: Tensor<2>,
+    /// Win/draw/loss logits for the side to move.
+    ///
+    /// # Shapes
+    /// `[B, 3]`.
+    pub wdl: Tensor<2>,
+}
+
+/// The trainable network (see the [module documentation](self) for its layout).
+#[derive(Module, Debug)]
+pub struct Net {
+    /// Input convolution.
+    pub input: ConvBn,
+    /// Residual blocks.
+    pub tower: Vec<ResBlock>,
+    /// Policy head convolution (1 × 1).
+    pub policy_conv: ConvBn,
+    /// Policy head linear layer, `policy_channels · 90 → POLICY_SIZE`.
+    pub policy_fc: Linear,
+    /// Value head convolution (1 × 1).
+    pub value_conv: ConvBn,
+    /// Value head hidden layer, `value_channels · 90 → value_hidden`.
+    pub value_fc1: Linear,
+    /// Value head output layer, `value_hidden → 3`.
+    pub value_fc2: Linear,
+    /// The configuration the network was built from.
+    #[module(skip)]
+    pub config: NetConfig,
+}
+
+impl Net {
+    /// A freshly initialised network on `device` (seed the device first for reproducible
+    /// weights: `device.seed(..)`). The configuration should be valid
+    /// ([`NetConfig::validate`]).
+    pub fn new(config: &NetConfig, device: &Device) -> Net {
+        let f = config.filters;
+        let tower = (0..config.blocks)
+            .map(|i| {
+                let global = config.block_is_global(i);
+                let kind = config.global;
+                ResBlock {
+                    conv1: ConvBn::new(f, f, 3, device),
+                    conv2: ConvBn::new(f, f, 3, device),
+                    pool: (global && kind == crate::GlobalKind::GlobalPooling)
+                        .then(|| GlobalPool::new(f, config.global_channels, device)),
+                    se: (global && kind == crate::GlobalKind::SqueezeExcitation)
+                        .then(|| SqueezeExcitation::new(f, config.global_channels, device)),
+                }
+            })
+            .collect();
+        Net {
+            input: ConvBn::new(PLANES, f, 3, device),
+            tower,
+            policy_conv: ConvBn::new(f, config.policy_channels, 1, device),
+            policy_fc: LinearConfig::new(config.policy_channels * PLANE_SIZE, POLICY_SIZE)
+                .init(device),
+            value_conv: ConvBn::new(f, config.value_channels, 1, device),
+            value_fc1: LinearConfig::new(config.value_channels * PLANE_SIZE, config.value_hidden)
+                .init(device),
+            value_fc2: LinearConfig::new(config.value_hidden, WDL).init(device),
+            config: config.clone(),
+        }
+    }
+
+    /// The network's configuration.
+    pub fn config(&self) -> &NetConfig {
+        &self.config
+    }
+
+    /// Policy and WDL logits for a batch of encoded positions ([`xiangqi::env::encode_planes`]).
+    ///
+    /// # Shapes
+    /// * `planes`: `[B, PLANES, 10, 9]` = `[B, 16, 10, 9]`
+    /// * output `policy`: `[B, POLICY_SIZE]` = `[B, 2166]` (logits)
+    /// * output `wdl`: `[B, 3]` (logits of win, draw, loss for the side to move)
+    pub fn forward(&self, planes: Tensor<4>) -> NetOutput {
+        let [b, c, h, w] = planes.dims();
+        debug_assert_eq!([c, h, w], [PLANES, PLANE_RANKS, PLANE_FILES]);
+        let mut x = relu(self.input.forward(planes));
+        for block in &self.tower {
+            x = block.forward(x);
+        }
+        let p = relu(self.policy_conv.forward(x.clone()));
+        let policy =
+            self.policy_fc.forward(p.reshape([b, self.config.policy_channels * PLANE_SIZE]));
+        let v = relu(self.value_conv.forward(x));
+        let v = v.reshape([b, self.config.value_channels * PLANE_SIZE]);
+        let wdl = self.value_fc2.forward(relu(self.value_fc1.forward(v)));
+        NetOutput { policy, wdl }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::module::Param;
+    use burn::tensor::TensorData;
+    use xiangqi::env::{INPUT_SIZE, mirror_index, mirror_planes, mirror_policy};
+
+    use super::*;
+    use crate::GlobalKind;
+    use crate::infer::InferenceNet;
+
+    fn host<const D: usize>(t: Tensor<D>) -> (Vec<f32>, [usize; D]) {
+        let dims = t.dims();
+        (t.try_into_vec_as::<f32>().unwrap(), dims)
+    }
+
+    fn replace<const D: usize>(p: &mut Param<Tensor<D>>, v: Vec<f32>, dims: [usize; D]) {
+        let device = p.val().device();
+        *p = Param::initialized(p.id, Tensor::from_data(TensorData::new(v, dims), &device));
+    }
+
+    /// Makes every kernel symmetric under the left–right mirror of its width.
+    fn symmetrize_conv(c: &mut ConvBn) {
+        let (w, [o, i, kh, kw]) = host(c.conv.weight.val());
+        let mut s = w.clone();
+        for idx in 0..o * i * kh {
+            for x in 0..kw {
+                s[idx * kw + x] = 0.5 * (w[idx * kw + x] + w[idx * kw + kw - 1 - x]);
+            }
+        }
+        replace(&mut c.conv.weight, s, [o, i, kh, kw]);
+    }
+
+    /// Makes a linear layer over flattened `[C, 10, 9]` features mirror-equivariant: input
+    /// `(c, r, f)` ↔ `(c, r, 8 − f)`, output `j` ↔ `mirror(j)`.
+    fn symmetrize_flat_linear(l: &mut Linear, mirror_out: impl Fn(usize) -> usize) {
+        let (w, [inputs, outputs]) = host(l.weight.val());
+        let flip = |k: usize| k - k % PLANE_FILES + (PLANE_FILES - 1 - k % PLANE_FILES);
+        let mut s = w.clone();
+        for k in 0..inputs {
+            for j in 0..outputs {
+                s[k * outputs + j] =
+                    0.5 * (w[k * outputs + j] + w[flip(k) * outputs + mirror_out(j)]);
+            }
+        }
+        replace(&mut l.weight, s, [inputs, outputs]);
+        let bias = l.bias.as_mut().unwrap();
+        let (b, dims) = host(bias.val());
+        let s = (0..outputs).map(|j| 0.5 * (b[j] + b[mirror_out(j)])).collect();
+        replace(bias, s, dims);
+    }
+
+    fn logits(out: NetOutput) -> (Vec<f32>, Vec<f32>) {
+        (host(out.policy).0, host(out.wdl).0)
+    }
+
+    #[test]
+    fn a_mirror_symmetric_net_gives_mirrored_outputs_for_mirrored_inputs() {
+        let device = Device::flex();
+        device.seed(5);
+        let config = NetConfig {
+            blocks: 2,
+            filters: 8,
+            global: GlobalKind::SqueezeExcitation,
+            global_every: 1,
+            global_channels: 4,
+            ..NetConfig::tiny()
+        };
+        for global in [GlobalKind::None, GlobalKind::SqueezeExcitation, GlobalKind::GlobalPooling] {
+            let mut net = Net::new(&NetConfig { global, ..config.clone() }, &device);
+            symmetrize_conv(&mut net.input);
+            for b in &mut net.tower {
+                symmetrize_conv(&mut b.conv1);
+                symmetrize_conv(&mut b.conv2);
+                if let Some(p) = &mut b.pool {
+                    symmetrize_conv(&mut p.conv);
+                }
+            }
+            symmetrize_flat_linear(&mut net.policy_fc, mirror_index);
+            symmetrize_flat_linear(&mut net.value_fc1, |j| j);
+            let net = net.valid();
+
+            // Two positions with asymmetric pieces and a non-zero clock.
+            let mut planes = vec![0.0f32; 2 * INPUT_SIZE];
+            let mut state = 12345u64;
+            for x in planes.iter_mut() {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                *x = if (state >> 40) % 10 < 3 { 1.0 } else { 0.0 };
+            }
+            let mut mirrored = planes.clone();
+            mirror_planes(&mut mirrored);
+            let input = |v: Vec<f32>| {
+                Tensor::<4>::from_data(
+                    TensorData::new(v, [2, PLANES, PLANE_RANKS, PLANE_FILES]),
+                    &device,
+                )
+            };
+            let folded = InferenceNet::from_net(&net, &device).unwrap();
+            for (name, forward) in [
+                ("net", &(|x| net.forward(x)) as &dyn Fn(Tensor<4>) -> NetOutput),
+                ("folded", &|x| folded.forward(x)),
+            ] {
+                let (p, w) = logits(forward(input(planes.clone())));
+                let (pm, wm) = logits(forward(input(mirrored.clone())));
+                let mut expected = vec![0.0; p.len()];
+                mirror_policy(&p, &mut expected);
+                let diff = pm.iter().zip(&expected).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+                assert!(diff < 1e-4, "{global:?} {name}: policy differs by {diff}");
+                let diff = wm.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+                assert!(diff < 1e-5, "{global:?} {name}: wdl differs by {diff}");
+                // And the policy is not trivially symmetric.
+                let asym = p.iter().zip(&expected).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+                assert!(asym > 1e-3, "{global:?} {name}: the test input is too symmetric ({asym})");
+            }
+        }
+    }
+}

@@ -1,0 +1,1026 @@
+//! The training loop behind `xqz train`: self-play with the current network, replay shards, a
+//! sliding replay window, optimizer steps, checkpoints and a periodic arena.
+//!
+//! ```text
+//!  iteration i:  self-play (games_per_iteration, current net) ──► shard-i.npz (atomic)
+//!                     │                                              │
+//!                     ▼                                              ▼
+//!                replay window (the newest window_samples samples, whole shards)
+//!                     │  uniform mini-batches, mirror augmentation
+//!                     ▼
+//!                optimizer steps: new samples · train_ratio / batch_size
+//!                     │
+//!                     ▼
+//!                checkpoint ckpt-i (atomic), old shards and checkpoints pruned
+//!                     │  every arena_every iterations
+//!                     ▼
+//!                arena: current net against random, greedy and the previous arena net
+//! ```
+//!
+//! # Resuming
+//! A checkpoint records the completed iterations and the optimizer steps already taken in the
+//! iteration under way (non-zero only when the run was stopped in its training phase). On
+//! resume the window is rebuilt from the shards on disk up to that iteration; the iteration's own
+//! shard, if it was written before the stop, is used as it is instead of being played again.
+//! Self-play of an iteration is seeded by `(seed, iteration)` and mini-batches by
+//! `(seed, optimizer step)`, so a resumed run takes the same steps as one that was never stopped.
+//! A kill at any moment loses at most the unfinished iteration phase: shards and checkpoints are
+//! written to a temporary name and renamed.
+//!
+//! Only paths given by the caller are written; the caller decides where they are.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use xiangqi::env::move_to_index;
+use xiangqi::{Move, OutcomeReason};
+use xiangqi_search::arena::{
+    GameSettings, LocalPlayer, MatchConfig, MatchStats, MoveLimit, Opening, run_match_batched,
+};
+use xiangqi_search::{
+    GameRecord, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard,
+    UniformEvaluator, game_rng, list_shards, play_games, read_shard, write_shard,
+};
+
+use crate::checkpoint::{self, CheckpointError};
+use crate::config::{ConfigError, NetConfig, TrainConfig};
+use crate::infer::NnEvaluator;
+use crate::train::{StepMetrics, TrainBatch, Trainer};
+use crate::{InferenceNet, cpu_device};
+
+/// The `[loop]` section: how self-play and training alternate, the replay window, budgets,
+/// checkpoints and the arena.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoopConfig {
+    /// Self-play games per iteration.
+    pub games_per_iteration: u64,
+    /// Samples trained per sample generated (each iteration takes
+    /// `round(new samples · train_ratio / batch_size)` optimizer steps, at least one).
+    pub train_ratio: f64,
+    /// Samples per optimizer step.
+    pub batch_size: usize,
+    /// The replay window: the newest samples kept for training (whole shards are dropped).
+    pub window_samples: usize,
+    /// No training until the window holds this many samples.
+    pub min_window_samples: usize,
+    /// Shards kept on disk (older ones are deleted); 0 keeps them all. At least the window.
+    pub max_shards_on_disk: usize,
+    /// Training checkpoints kept (the initial one, `ckpt-000000`, is always kept).
+    pub keep_checkpoints: usize,
+    /// Run the arena every this many iterations; 0 never.
+    pub arena_every: u64,
+    /// Games per arena match (in colour-swapped pairs).
+    pub arena_games: u32,
+    /// Simulations per move of the network in the arena; 0 uses `search.simulations`.
+    pub arena_simulations: u32,
+    /// Games of each iteration written to the sample PGN file.
+    pub pgn_games_per_iteration: usize,
+    /// Stop after this many optimizer steps; 0 = no limit.
+    pub max_steps: u64,
+    /// Stop after this many self-play samples; 0 = no limit.
+    pub max_samples: u64,
+    /// Stop after this many hours of running time (summed over resumes); 0 = no limit.
+    pub max_hours: f64,
+    /// Master seed: weights, self-play and mini-batches are derived from it.
+    pub seed: u64,
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        LoopConfig {
+            games_per_iteration: 64,
+            train_ratio: 4.0,
+            batch_size: 256,
+            window_samples: 100_000,
+            min_window_samples: 2_000,
+            max_shards_on_disk: 0,
+            keep_checkpoints: 3,
+            arena_every: 5,
+            arena_games: 20,
+            arena_simulations: 0,
+            pgn_games_per_iteration: 2,
+            max_steps: 0,
+            max_samples: 0,
+            max_hours: 0.0,
+            seed: 1,
+        }
+    }
+}
+
+impl LoopConfig {
+    /// Checks every value.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key (`loop.<key>`) and why.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &'static str, reason: &str| Err(ConfigError { key, reason: reason.into() });
+        if self.games_per_iteration == 0 {
+            return bad("loop.games_per_iteration", "must be at least 1");
+        }
+        if !(self.train_ratio.is_finite() && self.train_ratio > 0.0) {
+            return bad("loop.train_ratio", "must be a positive number");
+        }
+        if self.batch_size == 0 || self.batch_size > 65_536 {
+            return bad("loop.batch_size", "must be between 1 and 65536");
+        }
+        if self.window_samples == 0 {
+            return bad("loop.window_samples", "must be at least 1");
+        }
+        if self.min_window_samples > self.window_samples {
+            return bad("loop.min_window_samples", "must not exceed loop.window_samples");
+        }
+        if self.arena_every > 0 && self.arena_games == 0 {
+            return bad("loop.arena_games", "must be at least 1 when loop.arena_every > 0");
+        }
+        if !(self.max_hours.is_finite() && self.max_hours >= 0.0) {
+            return bad("loop.max_hours", "must be a number >= 0 (0 = no limit)");
+        }
+        Ok(())
+    }
+}
+
+/// Everything a training run is configured by (the sections of a config file).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunConfig {
+    /// `[network]`.
+    pub network: NetConfig,
+    /// `[training]`.
+    pub training: TrainConfig,
+    /// `[search]`.
+    pub search: SearchConfig,
+    /// `[selfplay]`.
+    pub selfplay: SelfPlayConfig,
+    /// `[loop]`.
+    pub run: LoopConfig,
+}
+
+/// The directories of a run, chosen by the caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunPaths {
+    /// Replay shards (`shard-NNNNNN.npz`, N = iteration).
+    pub shards: PathBuf,
+    /// Checkpoints (`ckpt-NNNNNN`, N = completed iterations).
+    pub checkpoints: PathBuf,
+    /// Sample games of each iteration (PGN, appended).
+    pub games_pgn: PathBuf,
+}
+
+impl RunPaths {
+    /// The standard layout under one run directory.
+    pub fn under(root: &Path) -> RunPaths {
+        RunPaths {
+            shards: root.join("shards"),
+            checkpoints: root.join("checkpoints"),
+            games_pgn: root.join("games.pgn"),
+        }
+    }
+}
+
+/// Why the loop stopped with an error.
+#[derive(Debug, Error)]
+pub enum PipelineError {
+    /// A setting is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Reading or writing a checkpoint failed, or a checkpoint was refused.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// A file of the run directory could not be read or written.
+    #[error("{what} '{}': {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// A replay shard could not be written or read.
+    #[error("replay shard '{}': {reason}", path.display())]
+    Shard {
+        /// The shard.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Self-play failed.
+    #[error("self-play: {0}")]
+    SelfPlay(String),
+    /// The network failed.
+    #[error(transparent)]
+    Nn(#[from] crate::NnError),
+    /// `--resume` was asked for, but the run has no checkpoint.
+    #[error("nothing to resume: no checkpoint in '{}'", .0.display())]
+    NothingToResume(PathBuf),
+    /// An arena match could not be played.
+    #[error("arena: {0}")]
+    Arena(String),
+    /// A new run was asked for in a directory that already holds one.
+    #[error("'{}' already holds a run (checkpoints found): pass --resume to continue it, or choose another run directory", .0.display())]
+    RunExists(PathBuf),
+}
+
+impl From<xiangqi_search::ConfigError> for PipelineError {
+    fn from(e: xiangqi_search::ConfigError) -> PipelineError {
+        PipelineError::Config(ConfigError { key: e.key, reason: e.reason })
+    }
+}
+
+/// What one self-play phase produced.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SelfPlayReport {
+    /// Games finished.
+    pub games: u64,
+    /// Samples written.
+    pub samples: usize,
+    /// Sum of game lengths in plies.
+    pub plies: u64,
+    /// The pool's counters (zero when the shard was reused on resume).
+    pub stats: SelfPlayStats,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+impl SelfPlayReport {
+    /// Mean game length in plies.
+    pub fn mean_game_length(&self) -> f64 {
+        if self.games == 0 { 0.0 } else { self.plies as f64 / self.games as f64 }
+    }
+
+    /// Share of finished games ending for `reason`.
+    pub fn reason_share(&self, reason: OutcomeReason) -> f64 {
+        let total: u64 = self.stats.reasons.iter().sum();
+        if total == 0 { 0.0 } else { self.stats.reasons[reason.index()] as f64 / total as f64 }
+    }
+}
+
+/// What one iteration did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IterationReport {
+    /// The iteration (from 1).
+    pub iteration: u64,
+    /// Self-play.
+    pub selfplay: SelfPlayReport,
+    /// Optimizer steps taken in this iteration.
+    pub steps: u64,
+    /// Mean of the step metrics over those steps (`step` is the last step).
+    pub mean: StepMetrics,
+    /// Training samples per second over the training phase.
+    pub train_samples_per_sec: f64,
+    /// Samples in the replay window after this iteration.
+    pub window_samples: usize,
+    /// Total self-play samples so far.
+    pub total_samples: u64,
+    /// Total optimizer steps so far.
+    pub total_steps: u64,
+    /// Running time so far (summed over resumes).
+    pub elapsed: Duration,
+}
+
+/// One arena match of the current network.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArenaReport {
+    /// The iteration after which it was played.
+    pub iteration: u64,
+    /// The opponent (`random`, `greedy`, `ckpt-NNNNNN`).
+    pub opponent: String,
+    /// Results from the current network's side.
+    pub stats: MatchStats,
+}
+
+/// Receives the loop's reports (the CLI writes TensorBoard, CSV and a progress bar from them)
+/// and tells it when to stop.
+pub trait Observer {
+    /// An iteration starts.
+    fn iteration_started(&mut self, _iteration: u64) {}
+    /// Self-play progress within an iteration.
+    fn selfplay_progress(&mut self, _stats: &SelfPlayStats) {}
+    /// One optimizer step was taken.
+    fn step(&mut self, _metrics: &StepMetrics) {}
+    /// An iteration finished (after its checkpoint was written).
+    fn iteration(&mut self, _report: &IterationReport) {}
+    /// An arena match finished.
+    fn arena(&mut self, _report: &ArenaReport) {}
+    /// A checkpoint was written.
+    fn checkpoint(&mut self, _dir: &Path) {}
+    /// Whether to stop now (Ctrl-C); polled between games and between steps.
+    fn should_stop(&mut self) -> bool {
+        false
+    }
+}
+
+/// An observer that ignores everything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+/// Why [`TrainingRun::run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The observer asked to stop; the state was checkpointed.
+    Interrupted,
+    /// A budget of `[loop]` (steps, samples or hours) was spent.
+    Budget,
+    /// The requested number of iterations was done.
+    Iterations,
+}
+
+/// The samples of the replay window: whole shards, newest last.
+#[derive(Debug, Default)]
+struct ReplayWindow {
+    shards: VecDeque<(u64, Shard)>,
+    samples: usize,
+}
+
+impl ReplayWindow {
+    fn push(&mut self, iteration: u64, shard: Shard, cap: usize) {
+        self.samples += shard.len();
+        self.shards.push_back((iteration, shard));
+        while let Some((_, oldest)) = self.shards.front() {
+            if self.samples - oldest.len() >= cap {
+                self.samples -= oldest.len();
+                self.shards.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Sample `i` of the window (`i < self.samples`).
+    fn locate(&self, mut i: usize) -> (&Shard, usize) {
+        for (_, s) in &self.shards {
+            if i < s.len() {
+                return (s, i);
+            }
+            i -= s.len();
+        }
+        unreachable!("sample index beyond the window")
+    }
+}
+
+/// Turns shard sample `i` into a training sample of `batch`.
+fn push_sample(batch: &mut TrainBatch, shard: &Shard, i: usize) -> Result<(), String> {
+    let s = shard.sample(i);
+    let mut policy = Vec::with_capacity(s.moves.len());
+    for (&raw, &p) in s.moves.iter().zip(s.probs) {
+        let m = Move::from_u16(raw).ok_or_else(|| format!("sample {i}: bad move code {raw}"))?;
+        let index = move_to_index(m, s.inputs.turn)
+            .ok_or_else(|| format!("sample {i}: move {m} has no policy index"))?;
+        policy.push((index as u16, p));
+    }
+    let wdl = match s.result {
+        1 => [1.0, 0.0, 0.0],
+        0 => [0.0, 1.0, 0.0],
+        _ => [0.0, 0.0, 1.0],
+    };
+    batch
+        .push_compact(&s.inputs, &policy, wdl, s.full_search)
+        .map_err(|e| format!("sample {i}: {e}"))
+}
+
+fn shard_path(paths: &RunPaths, iteration: u64) -> PathBuf {
+    paths.shards.join(format!("shard-{iteration:06}.npz"))
+}
+
+fn checkpoint_path(paths: &RunPaths, iteration: u64) -> PathBuf {
+    paths.checkpoints.join(format!("ckpt-{iteration:06}"))
+}
+
+/// Parses `prefix-NNNNNN[suffix]` names.
+fn numbered(path: &Path, prefix: &str, suffix: &str) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok()
+}
+
+/// The checkpoints of a run, oldest first, as `(completed iterations, dir)`; temporary
+/// directories of interrupted writes are skipped.
+///
+/// # Errors
+/// An I/O error reading the directory (a missing directory gives an empty list).
+pub fn list_checkpoints(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        if let Some(n) = numbered(&path, "ckpt-", "") {
+            if path.is_dir() {
+                out.push((n, path));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The mixing of a seed with a counter (SplitMix64), for derived seeds.
+fn derive_seed(seed: u64, salt: u64, n: u64) -> u64 {
+    let mut rng = game_rng(seed ^ salt.rotate_left(32), n);
+    rng.random()
+}
+
+/// A training run: the trainer, the replay window and the loop's counters.
+pub struct TrainingRun {
+    config: RunConfig,
+    paths: RunPaths,
+    trainer: Trainer,
+    window: ReplayWindow,
+    /// Iterations completed.
+    iteration: u64,
+    /// Optimizer steps already taken in iteration `iteration + 1` (its shard is on disk).
+    steps_in_iteration: u64,
+    total_samples: u64,
+    elapsed_before: Duration,
+    started: Instant,
+    /// The net of the previous arena, for the "previous checkpoint" match.
+    last_arena_checkpoint: Option<u64>,
+}
+
+const COUNTER_ITERATION: &str = "iteration";
+const COUNTER_STEPS_IN_ITERATION: &str = "steps_in_iteration";
+const COUNTER_SAMPLES: &str = "selfplay_samples";
+const COUNTER_ELAPSED_MS: &str = "elapsed_ms";
+const COUNTER_LAST_ARENA: &str = "last_arena_checkpoint_plus_one";
+
+impl TrainingRun {
+    /// Starts a new run: a freshly initialised network (seeded by `loop.seed`), saved as the
+    /// initial checkpoint `ckpt-000000`.
+    ///
+    /// # Errors
+    /// [`PipelineError::RunExists`] if the checkpoint directory already holds checkpoints;
+    /// invalid settings; I/O errors.
+    pub fn create(config: RunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
+        validate(&config)?;
+        let existing = list_checkpoints(&paths.checkpoints).map_err(|source| {
+            PipelineError::Io { what: "reading", path: paths.checkpoints.clone(), source }
+        })?;
+        if !existing.is_empty() {
+            return Err(PipelineError::RunExists(paths.checkpoints.clone()));
+        }
+        for dir in [&paths.shards, &paths.checkpoints] {
+            fs::create_dir_all(dir).map_err(|source| PipelineError::Io {
+                what: "creating",
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        let trainer =
+            Trainer::new(&config.network, &config.training, &cpu_device(), config.run.seed)?;
+        let mut run = TrainingRun {
+            config,
+            paths,
+            trainer,
+            window: ReplayWindow::default(),
+            iteration: 0,
+            steps_in_iteration: 0,
+            total_samples: 0,
+            elapsed_before: Duration::ZERO,
+            started: Instant::now(),
+            last_arena_checkpoint: None,
+        };
+        run.save_checkpoint()?;
+        Ok(run)
+    }
+
+    /// Resumes the run from its newest readable checkpoint. The network in the config must be
+    /// the checkpoint's; the other sections may change (a new learning rate, a longer budget).
+    ///
+    /// # Errors
+    /// [`PipelineError::NothingToResume`] without a checkpoint; a refused checkpoint (with the
+    /// reason) when the newest cannot be read and no older one can either; unreadable shards.
+    pub fn resume(config: RunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
+        validate(&config)?;
+        remove_stale_temporaries(&paths)?;
+        let checkpoints = list_checkpoints(&paths.checkpoints).map_err(|source| {
+            PipelineError::Io { what: "reading", path: paths.checkpoints.clone(), source }
+        })?;
+        let mut last_error = None;
+        for (_, dir) in checkpoints.iter().rev() {
+            match checkpoint::load_trainer(
+                dir,
+                Some(&config.network),
+                Some(&config.training),
+                &cpu_device(),
+            ) {
+                Ok((trainer, manifest)) => {
+                    let c = |k: &str| manifest.counters.get(k).copied().unwrap_or(0);
+                    let mut run = TrainingRun {
+                        paths,
+                        trainer,
+                        window: ReplayWindow::default(),
+                        iteration: c(COUNTER_ITERATION),
+                        steps_in_iteration: c(COUNTER_STEPS_IN_ITERATION),
+                        total_samples: c(COUNTER_SAMPLES),
+                        elapsed_before: Duration::from_millis(c(COUNTER_ELAPSED_MS)),
+                        started: Instant::now(),
+                        last_arena_checkpoint: c(COUNTER_LAST_ARENA).checked_sub(1),
+                        config,
+                    };
+                    run.rebuild_window()?;
+                    return Ok(run);
+                }
+                // A damaged newest checkpoint (killed during a write of a file system without
+                // atomic renames, or corrupted later): fall back to the one before.
+                Err(e @ CheckpointError::NetMismatch { .. }) => return Err(e.into()),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        match last_error {
+            Some(e) => Err(e.into()),
+            None => Err(PipelineError::NothingToResume(paths.checkpoints.clone())),
+        }
+    }
+
+    /// The trainer (network, optimizer, counters).
+    pub fn trainer(&self) -> &Trainer {
+        &self.trainer
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    /// Iterations completed.
+    pub fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    /// Total self-play samples generated.
+    pub fn total_samples(&self) -> u64 {
+        self.total_samples
+    }
+
+    /// Running time, summed over resumes.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed_before + self.started.elapsed()
+    }
+
+    /// Samples in the replay window.
+    pub fn window_samples(&self) -> usize {
+        self.window.samples
+    }
+
+    fn budget_spent(&self) -> bool {
+        let r = &self.config.run;
+        (r.max_steps > 0 && self.trainer.step_count() >= r.max_steps)
+            || (r.max_samples > 0 && self.total_samples >= r.max_samples)
+            || (r.max_hours > 0.0 && self.elapsed().as_secs_f64() >= r.max_hours * 3600.0)
+    }
+
+    /// Runs iterations until the observer asks to stop, a budget is spent, or `max_iterations`
+    /// more iterations are done (if given).
+    ///
+    /// # Errors
+    /// Any [`PipelineError`]; the run directory stays consistent (the last checkpoint and the
+    /// shards are intact) and the run can be resumed.
+    pub fn run(
+        &mut self,
+        max_iterations: Option<u64>,
+        observer: &mut dyn Observer,
+    ) -> Result<StopReason, PipelineError> {
+        let mut done = 0;
+        loop {
+            if self.budget_spent() {
+                return Ok(StopReason::Budget);
+            }
+            if max_iterations.is_some_and(|m| done >= m) {
+                return Ok(StopReason::Iterations);
+            }
+            if observer.should_stop() {
+                return Ok(StopReason::Interrupted);
+            }
+            match self.iterate(observer)? {
+                Some(report) => {
+                    observer.iteration(&report);
+                    done += 1;
+                    if self.config.run.arena_every > 0
+                        && self.iteration % self.config.run.arena_every == 0
+                    {
+                        self.arena(observer)?;
+                    }
+                }
+                None => return Ok(StopReason::Interrupted),
+            }
+        }
+    }
+
+    /// One iteration; `None` if it was interrupted (after checkpointing what was done).
+    fn iterate(
+        &mut self,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<IterationReport>, PipelineError> {
+        let iteration = self.iteration + 1;
+        observer.iteration_started(iteration);
+        let path = shard_path(&self.paths, iteration);
+        // The shard of this iteration may exist from before a stop: use it as it is.
+        let (shard, selfplay) = match read_shard(&path) {
+            Ok(shard) => {
+                let games = shard.game_id.iter().collect::<std::collections::BTreeSet<_>>().len();
+                let report = SelfPlayReport {
+                    games: games as u64,
+                    samples: shard.len(),
+                    ..Default::default()
+                };
+                (shard, report)
+            }
+            Err(_) => match self.self_play(iteration, observer)? {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+        };
+        if self.steps_in_iteration == 0 {
+            self.total_samples += shard.len() as u64;
+        }
+        let new_samples = shard.len();
+        self.window.push(iteration, shard, self.config.run.window_samples);
+        self.prune_shards()?;
+
+        // Training.
+        let r = &self.config.run;
+        let planned = if self.window.samples < r.min_window_samples {
+            0
+        } else {
+            ((new_samples as f64 * r.train_ratio / r.batch_size as f64).round() as u64).max(1)
+        };
+        let train_start = Instant::now();
+        let mut sums = StepMetrics::default();
+        let mut taken = 0u64;
+        let mut batch = TrainBatch::with_capacity(r.batch_size);
+        while self.steps_in_iteration < planned {
+            if observer.should_stop() {
+                self.save_checkpoint()?;
+                return Ok(None);
+            }
+            let step = self.trainer.step_count();
+            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(r.seed, 2, step));
+            batch.clear();
+            for _ in 0..r.batch_size {
+                let (shard, i) = self.window.locate(rng.random_range(0..self.window.samples));
+                push_sample(&mut batch, shard, i).map_err(|reason| PipelineError::Shard {
+                    path: self.paths.shards.clone(),
+                    reason,
+                })?;
+            }
+            let m = self.trainer.step(&batch)?;
+            observer.step(&m);
+            accumulate(&mut sums, &m);
+            taken += 1;
+            self.steps_in_iteration += 1;
+        }
+        let train_secs = train_start.elapsed().as_secs_f64();
+        self.iteration = iteration;
+        self.steps_in_iteration = 0;
+        self.save_checkpoint()?;
+        self.prune_checkpoints()?;
+        Ok(Some(IterationReport {
+            iteration,
+            mean: mean(&sums, taken),
+            steps: taken,
+            train_samples_per_sec: if train_secs > 0.0 {
+                (taken as usize * self.config.run.batch_size) as f64 / train_secs
+            } else {
+                0.0
+            },
+            window_samples: self.window.samples,
+            total_samples: self.total_samples,
+            total_steps: self.trainer.step_count(),
+            elapsed: self.elapsed(),
+            selfplay,
+        }))
+    }
+
+    /// Plays the iteration's games with the current network and writes its shard; `None` if
+    /// interrupted (the partial games are dropped).
+    fn self_play(
+        &mut self,
+        iteration: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<(Shard, SelfPlayReport)>, PipelineError> {
+        let net = self.trainer.inference_net(&cpu_device())?;
+        let mut evaluator = NnEvaluator::new(net);
+        let mut selfplay = self.config.selfplay.clone();
+        selfplay.seed = derive_seed(self.config.run.seed, 1, iteration);
+        let mut shard = Shard::new(selfplay.rules);
+        let mut pgn = Vec::new();
+        let mut plies = 0u64;
+        let keep_pgn = self.config.run.pgn_games_per_iteration;
+        let started = Instant::now();
+        let mut games = 0u64;
+        let result = play_games(
+            &self.config.search,
+            &selfplay,
+            self.config.run.games_per_iteration,
+            &mut evaluator,
+            |event| {
+                match event {
+                    SelfPlayEvent::GameFinished(record, stats) => {
+                        shard.push_game(record);
+                        plies += record.moves.len() as u64;
+                        games += 1;
+                        if (games as usize) <= keep_pgn {
+                            write_game_pgn(&mut pgn, record, iteration)?;
+                        }
+                        observer.selfplay_progress(stats);
+                    }
+                    SelfPlayEvent::Progress(stats) => observer.selfplay_progress(stats),
+                }
+                if observer.should_stop() { Err("interrupted".into()) } else { Ok(()) }
+            },
+        );
+        let stats = match result {
+            Ok(stats) => stats,
+            Err(_) if observer.should_stop() => return Ok(None),
+            Err(e) => return Err(PipelineError::SelfPlay(e.to_string())),
+        };
+        let path = shard_path(&self.paths, iteration);
+        write_shard(&path, &shard)
+            .map_err(|e| PipelineError::Shard { path: path.clone(), reason: e.to_string() })?;
+        append(&self.paths.games_pgn, &pgn)?;
+        let report = SelfPlayReport {
+            games,
+            samples: shard.len(),
+            plies,
+            stats,
+            elapsed: started.elapsed(),
+        };
+        Ok(Some((shard, report)))
+    }
+
+    /// Rebuilds the replay window from the shards on disk (after a resume).
+    fn rebuild_window(&mut self) -> Result<(), PipelineError> {
+        let shards = list_shards(&self.paths.shards).map_err(|source| PipelineError::Io {
+            what: "reading",
+            path: self.paths.shards.clone(),
+            source,
+        })?;
+        let mut numbered_shards: Vec<(u64, PathBuf)> = shards
+            .into_iter()
+            .filter_map(|p| numbered(&p, "shard-", ".npz").map(|n| (n, p)))
+            .filter(|(n, _)| *n <= self.iteration)
+            .collect();
+        numbered_shards.sort();
+        // Newest first until the window is full, then push oldest first.
+        let mut picked = Vec::new();
+        let mut total = 0usize;
+        for (n, path) in numbered_shards.iter().rev() {
+            if total >= self.config.run.window_samples {
+                break;
+            }
+            let shard = read_shard(path)
+                .map_err(|e| PipelineError::Shard { path: path.clone(), reason: e.to_string() })?;
+            total += shard.len();
+            picked.push((*n, shard));
+        }
+        for (n, shard) in picked.into_iter().rev() {
+            self.window.push(n, shard, self.config.run.window_samples);
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> BTreeMap<String, u64> {
+        let mut c = BTreeMap::new();
+        c.insert(COUNTER_ITERATION.to_string(), self.iteration);
+        c.insert(COUNTER_STEPS_IN_ITERATION.to_string(), self.steps_in_iteration);
+        c.insert(COUNTER_SAMPLES.to_string(), self.total_samples);
+        c.insert(COUNTER_ELAPSED_MS.to_string(), self.elapsed().as_millis() as u64);
+        c.insert(COUNTER_LAST_ARENA.to_string(), self.last_arena_checkpoint.map_or(0, |n| n + 1));
+        c
+    }
+
+    /// Writes the checkpoint of the current state (`ckpt-<completed iterations>`), atomically.
+    ///
+    /// # Errors
+    /// [`PipelineError::Checkpoint`].
+    pub fn save_checkpoint(&mut self) -> Result<PathBuf, PipelineError> {
+        let dir = checkpoint_path(&self.paths, self.iteration);
+        checkpoint::save_trainer(&self.trainer, &dir, &self.counters())?;
+        Ok(dir)
+    }
+
+    fn prune_checkpoints(&self) -> Result<(), PipelineError> {
+        let all = list_checkpoints(&self.paths.checkpoints).map_err(|source| {
+            PipelineError::Io { what: "reading", path: self.paths.checkpoints.clone(), source }
+        })?;
+        let keep = self.config.run.keep_checkpoints.max(1);
+        let removable: Vec<_> =
+            all.iter().filter(|(n, _)| *n != 0 && Some(*n) != self.last_arena_checkpoint).collect();
+        for (_, dir) in removable.iter().take(removable.len().saturating_sub(keep)) {
+            fs::remove_dir_all(dir).map_err(|source| PipelineError::Io {
+                what: "removing",
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn prune_shards(&self) -> Result<(), PipelineError> {
+        let cap = self.config.run.max_shards_on_disk;
+        if cap == 0 {
+            return Ok(());
+        }
+        let cap = cap.max(self.window.shards.len());
+        let mut shards: Vec<(u64, PathBuf)> = list_shards(&self.paths.shards)
+            .map_err(|source| PipelineError::Io {
+                what: "reading",
+                path: self.paths.shards.clone(),
+                source,
+            })?
+            .into_iter()
+            .filter_map(|p| numbered(&p, "shard-", ".npz").map(|n| (n, p)))
+            .collect();
+        shards.sort();
+        let excess = shards.len().saturating_sub(cap);
+        for (_, path) in shards.iter().take(excess) {
+            fs::remove_file(path).map_err(|source| PipelineError::Io {
+                what: "removing",
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The current network against `random`, `greedy` and the network of the previous arena
+    /// (or the initial network), `arena_games` games each.
+    ///
+    /// # Errors
+    /// A refused checkpoint of the earlier network.
+    pub fn arena(&mut self, observer: &mut dyn Observer) -> Result<(), PipelineError> {
+        let r = &self.config.run;
+        let mut search = self.config.search.clone();
+        search.dirichlet_epsilon = 0.0;
+        let sims = if r.arena_simulations > 0 { r.arena_simulations } else { search.simulations };
+        search.simulations = sims;
+        search.cheap_simulations = search.cheap_simulations.min(sims);
+        let settings = GameSettings {
+            rules: self.config.selfplay.rules,
+            max_plies: self.config.selfplay.length_cap.max(1),
+            limit: MoveLimit { simulations: Some(sims), ..MoveLimit::default() },
+        };
+        let match_config = MatchConfig { games: r.arena_games, settings, sprt: None };
+        let openings = Opening::builtin();
+        let seed = derive_seed(r.seed, 3, self.iteration);
+        let concurrency = (self.config.selfplay.games_in_flight as usize).max(1);
+        let me = LocalPlayer::Mcts { name: "current".into(), config: search.clone() };
+        let mut current = NnEvaluator::new(self.trainer.inference_net(&cpu_device())?);
+        let previous = self.last_arena_checkpoint.unwrap_or(0);
+        let mut earlier = None;
+        if previous < self.iteration {
+            let dir = checkpoint_path(&self.paths, previous);
+            let (net, _) = checkpoint::load_net(&dir, Some(&self.config.network), &cpu_device())?;
+            earlier = Some(NnEvaluator::new(InferenceNet::from_net(&net, &cpu_device())?));
+        }
+        let mut opponents = vec![
+            ("random".to_string(), LocalPlayer::Random { seed }),
+            ("greedy".to_string(), LocalPlayer::Greedy { seed }),
+        ];
+        if earlier.is_some() {
+            let name = format!("ckpt-{previous:06}");
+            opponents.push((name.clone(), LocalPlayer::Mcts { name, config: search.clone() }));
+        }
+        for (name, opponent) in opponents {
+            let mut stopped = false;
+            let on_game = |_: &_, _: &_| {
+                stopped = observer.should_stop();
+                !stopped
+            };
+            let result = match (&opponent, earlier.as_mut()) {
+                (LocalPlayer::Mcts { .. }, Some(eval_b)) => run_match_batched(
+                    &me,
+                    &opponent,
+                    &mut current,
+                    eval_b,
+                    &openings,
+                    &match_config,
+                    concurrency,
+                    on_game,
+                ),
+                _ => run_match_batched(
+                    &me,
+                    &opponent,
+                    &mut current,
+                    &mut UniformEvaluator,
+                    &openings,
+                    &match_config,
+                    concurrency,
+                    on_game,
+                ),
+            };
+            let played = result.map_err(|e| PipelineError::Arena(e.to_string()))?;
+            if stopped {
+                return Ok(());
+            }
+            observer.arena(&ArenaReport {
+                iteration: self.iteration,
+                opponent: name,
+                stats: played.stats,
+            });
+        }
+        self.last_arena_checkpoint = Some(self.iteration);
+        Ok(())
+    }
+}
+
+/// Removes what interrupted writes left behind: `.ckpt-*.tmp-*` and `.ckpt-*.old-*` directories
+/// and `*.npz.tmp` files. None of them is ever read as valid; this only reclaims the space.
+fn remove_stale_temporaries(paths: &RunPaths) -> Result<(), PipelineError> {
+    for dir in [&paths.checkpoints, &paths.shards] {
+        let Ok(entries) = fs::read_dir(dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let stale = (name.starts_with(".ckpt-")
+                && (name.contains(".tmp-") || name.contains(".old-")))
+                || name.ends_with(".npz.tmp");
+            if !stale {
+                continue;
+            }
+            let removed =
+                if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+            removed.map_err(|source| PipelineError::Io { what: "removing", path, source })?;
+        }
+    }
+    Ok(())
+}
+
+fn validate(config: &RunConfig) -> Result<(), PipelineError> {
+    config.network.validate()?;
+    config.training.validate()?;
+    config.run.validate()?;
+    config.search.validate()?;
+    config.selfplay.validate()?;
+    Ok(())
+}
+
+fn write_game_pgn(out: &mut Vec<u8>, record: &GameRecord, iteration: u64) -> io::Result<()> {
+    use std::io::Write as _;
+    writeln!(out, "[Iteration \"{iteration}\"]")?;
+    record.write_pgn(out)?;
+    writeln!(out)
+}
+
+fn append(path: &Path, bytes: &[u8]) -> Result<(), PipelineError> {
+    use std::io::Write as _;
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|source| PipelineError::Io { what: "opening", path: path.into(), source })?;
+    f.write_all(bytes).map_err(|source| PipelineError::Io {
+        what: "writing",
+        path: path.into(),
+        source,
+    })
+}
+
+fn accumulate(sum: &mut StepMetrics, m: &StepMetrics) {
+    sum.step = m.step;
+    sum.samples += m.samples;
+    sum.full_searches += m.full_searches;
+    sum.loss += m.loss;
+    sum.policy_loss += m.policy_loss;
+    sum.value_loss += m.value_loss;
+    sum.weight_decay_loss += m.weight_decay_loss;
+    sum.policy_entropy += m.policy_entropy;
+    sum.value_accuracy += m.value_accuracy;
+    sum.learning_rate = m.learning_rate;
+    sum.grad_norm += m.grad_norm;
+}
+
+fn mean(sum: &StepMetrics, n: u64) -> StepMetrics {
+    if n == 0 {
+        return StepMetrics::default();
+    }
+    let k = n as f32;
+    StepMetrics {
+        step: sum.step,
+        samples: sum.samples / n as usize,
+        full_searches: sum.full_searches / n as usize,
+        loss: sum.loss / k,
+        policy_loss: sum.policy_loss / k,
+        value_loss: sum.value_loss / k,
+        weight_decay_loss: sum.weight_decay_loss / k,
+        policy_entropy: sum.policy_entropy / k,
+        value_accuracy: sum.value_accuracy / k,
+        learning_rate: sum.learning_rate,
+        grad_norm: sum.grad_norm / k,
+    }
+}

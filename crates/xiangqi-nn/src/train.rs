@@ -1,0 +1,627 @@
+//! Training: batches of samples, the loss, and the optimizer step.
+//!
+//! The loss of a batch of `B` samples is
+//!
+//! ```text
+//! L = policy_weight · Σ_full CE(π_target, softmax(policy logits)) / max(1, #full)
+//!   + value_weight  · Σ_all  CE(wdl_target, softmax(wdl logits))  / B
+//! ```
+//!
+//! where "full" are the samples whose search was a full one: under playout cap randomization
+//! (Wu 2019) only those carry a policy target, so the others add no policy loss. Weight decay
+//! acts on the convolution and linear weights (rank ≥ 2), not on biases and batch-norm
+//! parameters: decoupled in AdamW, an L2 gradient term in SGD; [`StepMetrics::weight_decay_loss`]
+//! reports the equivalent L2 term `weight_decay / 2 · ‖w‖²` either way.
+//!
+//! Each step: optional left–right mirror of each sample with probability ½ (planes and policy
+//! target together), forward and backward on the autodiff device (in micro-batches of
+//! [`TrainConfig::micro_batch`] samples if set, their gradients summed), global L2 gradient-norm
+//! clipping, one optimizer step at the scheduled learning rate
+//! ([`TrainConfig::learning_rate_at`]).
+
+use burn::module::ParamGroup;
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::optim::decay::WeightDecayConfig;
+use burn::optim::momentum::MomentumConfig;
+use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use xiangqi::env::{
+    self, INPUT_SIZE, InvalidPieceCode, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SIZE, PlaneInputs,
+};
+
+use crate::config::{ConfigError, NetConfig, OptimizerKind, TrainConfig};
+use crate::error::NnError;
+use crate::infer::{InferenceNet, to_vec};
+use crate::model::{Net, WDL};
+
+/// A batch of training samples laid out as the network wants them.
+///
+/// Per sample: its input planes (`INPUT_SIZE` floats), its policy target (a distribution over
+/// the `POLICY_SIZE` actions, all zero for a sample without a full search), its WDL target
+/// (win, draw, loss for the side to move; one-hot for a game result) and whether its search was
+/// a full one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrainBatch {
+    planes: Vec<f32>,
+    policy: Vec<f32>,
+    wdl: Vec<f32>,
+    full: Vec<f32>,
+}
+
+impl TrainBatch {
+    /// An empty batch.
+    pub fn new() -> TrainBatch {
+        TrainBatch::default()
+    }
+
+    /// An empty batch with room for `n` samples.
+    pub fn with_capacity(n: usize) -> TrainBatch {
+        TrainBatch {
+            planes: Vec::with_capacity(n * INPUT_SIZE),
+            policy: Vec::with_capacity(n * POLICY_SIZE),
+            wdl: Vec::with_capacity(n * WDL),
+            full: Vec::with_capacity(n),
+        }
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.full.len()
+    }
+
+    /// Whether the batch holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.full.is_empty()
+    }
+
+    /// Removes every sample, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.planes.clear();
+        self.policy.clear();
+        self.wdl.clear();
+        self.full.clear();
+    }
+
+    /// Adds a sample from encoded planes and a dense policy target.
+    ///
+    /// # Panics
+    /// If `planes.len() != INPUT_SIZE` or `policy.len() != POLICY_SIZE`.
+    pub fn push(&mut self, planes: &[f32], policy: &[f32], wdl: [f32; 3], full_search: bool) {
+        assert_eq!(planes.len(), INPUT_SIZE, "TrainBatch::push: planes must hold INPUT_SIZE");
+        assert_eq!(policy.len(), POLICY_SIZE, "TrainBatch::push: policy must hold POLICY_SIZE");
+        self.planes.extend_from_slice(planes);
+        self.policy.extend_from_slice(policy);
+        self.wdl.extend_from_slice(&wdl);
+        self.full.push(if full_search { 1.0 } else { 0.0 });
+    }
+
+    /// Adds a sample as a replay shard stores it: the compact plane inputs and a sparse policy
+    /// target of `(policy index, probability)` pairs.
+    ///
+    /// # Errors
+    /// [`InvalidPieceCode`] if the board holds a code above 14 (nothing is added).
+    ///
+    /// # Panics
+    /// If a policy index is `>= POLICY_SIZE`.
+    pub fn push_compact(
+        &mut self,
+        inputs: &PlaneInputs,
+        policy: &[(u16, f32)],
+        wdl: [f32; 3],
+        full_search: bool,
+    ) -> Result<(), InvalidPieceCode> {
+        let start = self.planes.len();
+        self.planes.resize(start + INPUT_SIZE, 0.0);
+        if let Err(e) = env::planes_from_compact(inputs, &mut self.planes[start..]) {
+            self.planes.truncate(start);
+            return Err(e);
+        }
+        let start = self.policy.len();
+        self.policy.resize(start + POLICY_SIZE, 0.0);
+        for &(i, p) in policy {
+            self.policy[start + usize::from(i)] = p;
+        }
+        self.wdl.extend_from_slice(&wdl);
+        self.full.push(if full_search { 1.0 } else { 0.0 });
+        Ok(())
+    }
+
+    /// The planes of all samples, `[B, PLANES, 10, 9]` flattened.
+    pub fn planes(&self) -> &[f32] {
+        &self.planes
+    }
+
+    /// The policy targets, `[B, POLICY_SIZE]` flattened.
+    pub fn policy(&self) -> &[f32] {
+        &self.policy
+    }
+
+    /// The WDL targets, `[B, 3]` flattened.
+    pub fn wdl(&self) -> &[f32] {
+        &self.wdl
+    }
+
+    /// Number of samples whose search was a full one.
+    pub fn full_searches(&self) -> usize {
+        self.full.iter().filter(|&&f| f > 0.0).count()
+    }
+}
+
+/// What one training step reports.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StepMetrics {
+    /// The optimizer step this was (from 0).
+    pub step: u64,
+    /// Samples in the batch.
+    pub samples: usize,
+    /// Samples with a full search (the policy loss is over these).
+    pub full_searches: usize,
+    /// The loss that was minimised: weighted policy and value terms (see the module docs).
+    pub loss: f32,
+    /// Policy cross-entropy, mean over the full-search samples (0 if there were none).
+    pub policy_loss: f32,
+    /// WDL cross-entropy, mean over the batch.
+    pub value_loss: f32,
+    /// `weight_decay / 2 · ‖w‖²` over the decayed weights, before the step.
+    pub weight_decay_loss: f32,
+    /// Entropy of the predicted policy over all actions, mean over the batch (nats).
+    pub policy_entropy: f32,
+    /// Fraction of samples whose most likely predicted WDL outcome is the target's.
+    pub value_accuracy: f32,
+    /// Learning rate of this step.
+    pub learning_rate: f64,
+    /// Global L2 norm of the gradient, before clipping.
+    pub grad_norm: f32,
+}
+
+/// Owns the network on an autodiff device, the optimizer and its schedule, and the RNG of the
+/// mirror augmentation.
+pub struct Trainer {
+    /// Always `Some` between calls; taken during an optimizer step.
+    net: Option<Net>,
+    optim: ModuleOptimizer,
+    config: TrainConfig,
+    device: Device,
+    rng: ChaCha8Rng,
+    step: u64,
+    samples: u64,
+}
+
+impl std::fmt::Debug for Trainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trainer")
+            .field("net", &self.net().config())
+            .field("config", &self.config)
+            .field("step", &self.step)
+            .field("samples", &self.samples)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The ids of the parameters weight decay acts on: every parameter of rank ≥ 2 (convolution and
+/// linear weights).
+struct DecayedIds(Vec<ParamId>);
+
+impl ModuleVisitor for DecayedIds {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if D >= 2 {
+            self.0.push(param.id);
+        }
+    }
+}
+
+/// Sums of squares of the decayed weights.
+struct WeightSquares(Vec<Tensor<1>>);
+
+impl ModuleVisitor for WeightSquares {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if D >= 2 {
+            self.0.push(param.val().inner().square().sum());
+        }
+    }
+}
+
+/// Sums of squares of every gradient.
+struct GradSquares<'a> {
+    grads: &'a GradientsParams,
+    sums: Vec<Tensor<1>>,
+}
+
+impl ModuleVisitor for GradSquares<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(g) = self.grads.get::<D>(param.id) {
+            self.sums.push(g.square().sum());
+        }
+    }
+}
+
+/// Adds the gradients of `other` into `acc`.
+struct AddGrads<'a> {
+    acc: &'a mut GradientsParams,
+    other: GradientsParams,
+}
+
+impl ModuleVisitor for AddGrads<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(g) = self.other.remove::<D>(param.id) {
+            let sum = match self.acc.remove::<D>(param.id) {
+                Some(a) => a + g,
+                None => g,
+            };
+            self.acc.register(param.id, sum);
+        }
+    }
+}
+
+/// Scales every gradient by a factor.
+struct ScaleGrads<'a> {
+    grads: &'a mut GradientsParams,
+    factor: f32,
+}
+
+impl ModuleVisitor for ScaleGrads<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(g) = self.grads.remove::<D>(param.id) {
+            self.grads.register(param.id, g.mul_scalar(self.factor));
+        }
+    }
+}
+
+/// Builds the optimizer: decay on rank ≥ 2 parameters only.
+fn build_optimizer(config: &TrainConfig, net: &Net) -> ModuleOptimizer {
+    let mut ids = DecayedIds(Vec::new());
+    net.visit(&mut ids);
+    let decayed = ParamGroup::from_ids(ids.0);
+    match config.optimizer {
+        OptimizerKind::Adamw => {
+            let adamw = |wd: f64| {
+                AdamWConfig::new()
+                    .with_beta_1(config.momentum as f32)
+                    .with_beta_2(config.beta2 as f32)
+                    .with_epsilon(config.epsilon as f32)
+                    .with_weight_decay(wd as f32)
+            };
+            adamw(0.0).init().with_group(decayed, adamw(config.weight_decay).build(), None)
+        }
+        OptimizerKind::Sgd => {
+            let sgd = |wd: f64| {
+                let momentum = MomentumConfig {
+                    momentum: config.momentum,
+                    dampening: 0.0,
+                    nesterov: config.nesterov,
+                };
+                SgdConfig::new()
+                    .with_momentum((config.momentum > 0.0).then_some(momentum))
+                    .with_weight_decay((wd > 0.0).then(|| WeightDecayConfig { penalty: wd as f32 }))
+            };
+            sgd(0.0).init().with_group(decayed, sgd(config.weight_decay).build(), None)
+        }
+    }
+}
+
+/// The saved state of the trainer's RNG: a ChaCha8 seed, stream and word position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RngState {
+    /// The 32-byte seed.
+    pub seed: [u8; 32],
+    /// The stream.
+    pub stream: u64,
+    /// The position in the stream, in 32-bit words.
+    pub word_pos: u128,
+}
+
+impl RngState {
+    fn of(rng: &ChaCha8Rng) -> RngState {
+        RngState { seed: rng.get_seed(), stream: rng.get_stream(), word_pos: rng.get_word_pos() }
+    }
+
+    fn restore(&self) -> ChaCha8Rng {
+        let mut rng = ChaCha8Rng::from_seed(self.seed);
+        rng.set_stream(self.stream);
+        rng.set_word_pos(self.word_pos);
+        rng
+    }
+}
+
+impl Trainer {
+    /// A trainer with a freshly initialised network. The device is made an autodiff device if
+    /// it is not one; `seed` seeds the weights (through the device) and the augmentation RNG.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] if either configuration is invalid.
+    pub fn new(
+        net_config: &NetConfig,
+        config: &TrainConfig,
+        device: &Device,
+        seed: u64,
+    ) -> Result<Trainer, ConfigError> {
+        net_config.validate()?;
+        let device = autodiff(device);
+        device.seed(seed);
+        let net = Net::new(net_config, &device);
+        Trainer::from_net(net, config, &device, seed)
+    }
+
+    /// A trainer that starts from the weights of `net` (fine-tuning, or a weights-only
+    /// checkpoint) with a fresh optimizer; `seed` seeds the augmentation RNG.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] if `config` is invalid.
+    pub fn from_net(
+        net: Net,
+        config: &TrainConfig,
+        device: &Device,
+        seed: u64,
+    ) -> Result<Trainer, ConfigError> {
+        let rng = RngState::of(&ChaCha8Rng::seed_from_u64(seed));
+        Trainer::from_parts(net, config, device, rng, 0, 0)
+    }
+
+    /// Reassembles a trainer (used by checkpoint loading) with a fresh optimizer.
+    pub(crate) fn from_parts(
+        net: Net,
+        config: &TrainConfig,
+        device: &Device,
+        rng: RngState,
+        step: u64,
+        samples: u64,
+    ) -> Result<Trainer, ConfigError> {
+        config.validate()?;
+        let device = autodiff(device);
+        // Plain tensors on the inner device, then wrapped as fresh autodiff leaves.
+        let net = net.valid().to_device(&device.clone().inner()).train();
+        let optim = build_optimizer(config, &net);
+        Ok(Trainer {
+            net: Some(net),
+            optim,
+            config: config.clone(),
+            device,
+            rng: rng.restore(),
+            step,
+            samples,
+        })
+    }
+
+    /// Loads a serialised optimizer state (burnpack).
+    pub(crate) fn load_optimizer_bytes(
+        &mut self,
+        bytes: burn::tensor::Bytes,
+    ) -> Result<(), String> {
+        let optim = build_optimizer(&self.config, self.net());
+        self.optim = optim.from_bytes(bytes).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The network being trained (on the autodiff device).
+    pub fn net(&self) -> &Net {
+        self.net.as_ref().expect("the trainer always holds its network between steps")
+    }
+
+    /// The training configuration.
+    pub fn config(&self) -> &TrainConfig {
+        &self.config
+    }
+
+    /// The autodiff device the network trains on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Optimizer steps taken so far.
+    pub fn step_count(&self) -> u64 {
+        self.step
+    }
+
+    /// Training samples consumed so far.
+    pub fn samples_seen(&self) -> u64 {
+        self.samples
+    }
+
+    /// The state of the augmentation RNG.
+    pub fn rng_state(&self) -> RngState {
+        RngState::of(&self.rng)
+    }
+
+    /// The optimizer state, serialised (burnpack).
+    pub(crate) fn optimizer_bytes(&self) -> Result<burn::tensor::Bytes, String> {
+        self.optim.into_bytes().map_err(|e| e.to_string())
+    }
+
+    /// Replaces the training configuration (a new schedule, say); the optimizer's state is kept
+    /// unless the optimizer kind changes.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] if `config` is invalid.
+    pub fn set_config(&mut self, config: &TrainConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        let bytes = (config.optimizer == self.config.optimizer)
+            .then(|| self.optim.into_bytes().ok())
+            .flatten();
+        let mut optim = build_optimizer(config, self.net());
+        if let Some(bytes) = bytes {
+            optim = optim.from_bytes(bytes).map_err(|e| ConfigError {
+                key: "training.optimizer",
+                reason: format!("the optimizer state does not carry over: {e}"),
+            })?;
+        }
+        self.optim = optim;
+        self.config = config.clone();
+        Ok(())
+    }
+
+    /// The network folded for inference on `device` (a plain device such as `Device::flex()`).
+    ///
+    /// # Errors
+    /// [`NnError::Read`] if the weights cannot be read.
+    pub fn inference_net(&self, device: &Device) -> Result<InferenceNet, NnError> {
+        InferenceNet::from_net(self.net(), device)
+    }
+
+    /// One optimizer step on `batch` (see the [module documentation](self)).
+    ///
+    /// # Errors
+    /// [`NnError::Batch`] for an empty batch; [`NnError::NotFinite`] if the loss or the
+    /// gradient norm is not finite (the step is then not taken); [`NnError::Read`] if the
+    /// device fails.
+    pub fn step(&mut self, batch: &TrainBatch) -> Result<StepMetrics, NnError> {
+        let n = batch.len();
+        if n == 0 {
+            return Err(NnError::Batch("a training batch needs at least one sample".into()));
+        }
+        let mut planes = batch.planes.clone();
+        let mut policy = batch.policy.clone();
+        if self.config.mirror {
+            for (p, pi) in
+                planes.chunks_exact_mut(INPUT_SIZE).zip(policy.chunks_exact_mut(POLICY_SIZE))
+            {
+                if self.rng.random_bool(0.5) {
+                    env::mirror_planes(p);
+                    env::mirror_policy_in_place(pi);
+                }
+            }
+        }
+        let dev = &self.device;
+        let inner = dev.clone().inner();
+        let full_searches = batch.full_searches();
+        let micro = match self.config.micro_batch {
+            0 => n,
+            m => m.min(n),
+        };
+        let policy_scale = self.config.policy_weight / full_searches.max(1) as f64;
+        let value_scale = self.config.value_weight / n as f64;
+
+        let net = self.net.take().expect("the trainer always holds its network between steps");
+        let mut grads: Option<GradientsParams> = None;
+        // Sums over the batch, on the plain device: policy CE (full searches), WDL CE,
+        // policy entropy, correct WDL predictions.
+        let mut sums: Option<[Tensor<1>; 4]> = None;
+        let (mut planes, mut policy) = (Some(planes), Some(policy));
+        for start in (0..n).step_by(micro) {
+            let m = micro.min(n - start);
+            // The whole batch moves into its tensors; a micro-batch is copied out.
+            let take = |v: &mut Option<Vec<f32>>, width: usize| match v.take() {
+                Some(all) if m == n => all,
+                Some(all) => {
+                    let part = all[start * width..(start + m) * width].to_vec();
+                    *v = Some(all);
+                    part
+                }
+                None => unreachable!("the buffers are only taken whole for a single pass"),
+            };
+            let x = Tensor::<4>::from_data(
+                TensorData::new(
+                    take(&mut planes, INPUT_SIZE),
+                    [m, PLANES, PLANE_RANKS, PLANE_FILES],
+                ),
+                dev,
+            );
+            let target_policy = Tensor::<2>::from_data(
+                TensorData::new(take(&mut policy, POLICY_SIZE), [m, POLICY_SIZE]),
+                dev,
+            );
+            let wdl = batch.wdl[start * WDL..(start + m) * WDL].to_vec();
+            let target_wdl = Tensor::<2>::from_data(TensorData::new(wdl, [m, WDL]), dev);
+            let full = batch.full[start..start + m].to_vec();
+            let mask = Tensor::<2>::from_data(TensorData::new(full, [m, 1]), dev);
+
+            let out = net.forward(x);
+            let log_policy = log_softmax(out.policy, 1);
+            let log_wdl = log_softmax(out.wdl, 1);
+            let policy_ce = ((target_policy * log_policy.clone()).sum_dim(1) * mask).sum().neg();
+            let value_ce = (target_wdl.clone() * log_wdl.clone()).sum().neg();
+            let loss = policy_ce.clone().mul_scalar(policy_scale)
+                + value_ce.clone().mul_scalar(value_scale);
+            let g = GradientsParams::from_grads(loss.backward(), &net);
+            grads = Some(match grads {
+                None => g,
+                Some(mut acc) => {
+                    net.visit(&mut AddGrads { acc: &mut acc, other: g });
+                    acc
+                }
+            });
+
+            let log_policy = log_policy.inner();
+            let entropy = (log_policy.clone().exp() * log_policy).sum().neg();
+            let hits = log_wdl.inner().argmax(1).equal(target_wdl.inner().argmax(1)).float().sum();
+            let part = [policy_ce.inner(), value_ce.inner(), entropy, hits];
+            sums = Some(match sums {
+                None => part,
+                Some(acc) => {
+                    let [a, b, c, d] = acc;
+                    let [e, f, g, h] = part;
+                    [a + e, b + f, c + g, d + h]
+                }
+            });
+        }
+        let mut grads = grads.expect("a non-empty batch has at least one micro-batch");
+        let [policy_sum, value_sum, entropy_sum, hits_sum] =
+            sums.expect("a non-empty batch has at least one micro-batch");
+
+        // Everything reported, computed before the step and read back in one transfer.
+        let mut grad_squares = GradSquares { grads: &grads, sums: Vec::new() };
+        net.visit(&mut grad_squares);
+        let mut weight_squares = WeightSquares(Vec::new());
+        net.visit(&mut weight_squares);
+        let zero = || Tensor::<1>::zeros([1], &inner);
+        let sum = |v: Vec<Tensor<1>>| if v.is_empty() { zero() } else { Tensor::cat(v, 0).sum() };
+        let report = Tensor::cat(
+            vec![
+                policy_sum.div_scalar(full_searches.max(1) as f32),
+                value_sum.div_scalar(n as f32),
+                sum(grad_squares.sums),
+                sum(weight_squares.0),
+                entropy_sum.div_scalar(n as f32),
+                hits_sum.div_scalar(n as f32),
+            ],
+            0,
+        );
+        let r = match to_vec(report) {
+            Ok(r) => r,
+            Err(e) => {
+                self.net = Some(net);
+                return Err(e);
+            }
+        };
+        let (policy_loss, value_loss) = (r[0], r[1]);
+        let loss = (self.config.policy_weight * f64::from(policy_loss)
+            + self.config.value_weight * f64::from(value_loss)) as f32;
+        let grad_norm = r[2].sqrt();
+        for (what, value) in [("the loss", loss), ("the gradient norm", grad_norm)] {
+            if !value.is_finite() {
+                self.net = Some(net);
+                return Err(NnError::NotFinite { step: self.step, what, value });
+            }
+        }
+        let clip = self.config.grad_clip_norm as f32;
+        if clip > 0.0 && grad_norm > clip {
+            net.visit(&mut ScaleGrads { grads: &mut grads, factor: clip / grad_norm });
+        }
+        let learning_rate = self.config.learning_rate_at(self.step);
+        self.net = Some(self.optim.step(learning_rate, net, grads));
+
+        let metrics = StepMetrics {
+            step: self.step,
+            samples: n,
+            full_searches,
+            loss,
+            policy_loss,
+            value_loss,
+            weight_decay_loss: (0.5 * self.config.weight_decay * f64::from(r[3])) as f32,
+            policy_entropy: r[4],
+            value_accuracy: r[5],
+            learning_rate,
+            grad_norm,
+        };
+        self.step += 1;
+        self.samples += n as u64;
+        Ok(metrics)
+    }
+}
+
+/// `device`, made an autodiff device if it is not one.
+fn autodiff(device: &Device) -> Device {
+    if device.is_autodiff() { device.clone() } else { device.clone().autodiff() }
+}

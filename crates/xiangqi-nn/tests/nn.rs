@@ -1,0 +1,454 @@
+//! Integration tests of the network crate on tiny nets (CPU backend).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::PathBuf;
+
+use burn::module::Module;
+use burn::tensor::{Tensor, TensorData};
+use xiangqi::env::{self, INPUT_SIZE, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SIZE, PlaneInputs};
+use xiangqi::{Game, Position, RuleSet};
+use xiangqi_nn::checkpoint::{self, CheckpointError};
+use xiangqi_nn::{
+    GlobalKind, InferenceNet, Net, NetConfig, NnEvaluator, TrainBatch, TrainConfig, Trainer,
+    cpu_device,
+};
+use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator, SearchGame};
+
+/// A fresh directory under the target dir for one test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xiangqi-nn-test-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Games along a pseudo-random line from the start position, one per ply.
+fn games(n: usize, seed: u64) -> Vec<Game> {
+    let mut out = Vec::with_capacity(n);
+    let mut state = seed;
+    let mut game = Game::new(Position::start(), RuleSet::Asian);
+    let mut moves = Vec::new();
+    while out.len() < n {
+        moves.clear();
+        game.legal_moves_into(&mut moves);
+        if moves.is_empty() {
+            game = Game::new(Position::start(), RuleSet::Asian);
+            continue;
+        }
+        out.push(game.clone());
+        state =
+            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        SearchGame::play(&mut game, moves[(state >> 33) as usize % moves.len()]);
+    }
+    out
+}
+
+/// A batch of `n` samples from random positions: the policy target is concentrated on two legal
+/// moves, the WDL target cycles through win, draw, loss.
+fn batch(n: usize, seed: u64, full: impl Fn(usize) -> bool) -> TrainBatch {
+    let mut b = TrainBatch::with_capacity(n);
+    let mut planes = vec![0.0; INPUT_SIZE];
+    for (i, game) in games(n, seed).iter().enumerate() {
+        env::encode_planes(game, &mut planes);
+        let turn = game.position().turn();
+        let moves = game.legal_moves();
+        let mut policy = vec![0.0; POLICY_SIZE];
+        policy[env::move_to_index(moves[i % moves.len()], turn).unwrap()] += 0.8;
+        policy[env::move_to_index(moves[(i * 7 + 3) % moves.len()], turn).unwrap()] += 0.2;
+        let wdl = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][i % 3];
+        b.push(&planes, &policy, wdl, full(i));
+    }
+    b
+}
+
+fn planes_tensor(planes: Vec<f32>) -> Tensor<4> {
+    let n = planes.len() / INPUT_SIZE;
+    Tensor::from_data(TensorData::new(planes, [n, PLANES, PLANE_RANKS, PLANE_FILES]), &cpu_device())
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn no_warmup() -> TrainConfig {
+    TrainConfig { warmup_steps: 0, ..TrainConfig::default() }
+}
+
+#[test]
+fn one_batch_overfits() {
+    overfit(0);
+}
+
+#[test]
+fn one_batch_overfits_in_micro_batches() {
+    overfit(8);
+}
+
+fn overfit(micro_batch: usize) {
+    let config = TrainConfig {
+        micro_batch,
+        learning_rate: 3e-3,
+        warmup_steps: 0,
+        weight_decay: 0.0,
+        mirror: false,
+        ..TrainConfig::default()
+    };
+    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 1).unwrap();
+    let b = batch(16, 11, |_| true);
+    let first = trainer.step(&b).unwrap();
+    let mut last = first;
+    for _ in 0..150 {
+        last = trainer.step(&b).unwrap();
+    }
+    assert!(
+        last.loss < first.loss / 10.0,
+        "loss fell from {} to {} only (policy {} value {})",
+        first.loss,
+        last.loss,
+        last.policy_loss,
+        last.value_loss
+    );
+    assert_eq!(last.step, 150);
+    assert_eq!(trainer.step_count(), 151);
+    assert_eq!(trainer.samples_seen(), 151 * 16);
+    assert!(last.value_accuracy > 0.99, "{last:?}");
+    assert!(last.policy_entropy < first.policy_entropy);
+}
+
+#[test]
+fn micro_batches_sum_their_gradients() {
+    // A micro-batch as large as the batch is one pass.
+    let b = batch(8, 12, |i| i % 3 != 0);
+    let step = |micro_batch| {
+        let config = TrainConfig { micro_batch, ..no_warmup() };
+        let mut t = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 9).unwrap();
+        let m = t.step(&b).unwrap();
+        (m, t.inference_net(&cpu_device()).unwrap().predict(b.planes().to_vec()).unwrap())
+    };
+    let (whole, whole_out) = step(0);
+    let (same, same_out) = step(8);
+    assert_eq!(whole, same);
+    assert_eq!(whole_out, same_out);
+    // Smaller passes: the same samples are counted once each.
+    let (parts, _) = step(3);
+    assert_eq!((parts.samples, parts.full_searches), (8, whole.full_searches));
+    assert!((parts.loss - (parts.policy_loss + parts.value_loss)).abs() < 1e-4);
+    assert!(parts.grad_norm.is_finite() && parts.grad_norm > 0.0);
+}
+
+#[test]
+fn outputs_have_the_documented_shapes_and_folding_keeps_them() {
+    for global in [GlobalKind::None, GlobalKind::SqueezeExcitation, GlobalKind::GlobalPooling] {
+        let net_config = NetConfig {
+            blocks: 2,
+            filters: 8,
+            global,
+            global_channels: 4,
+            global_every: 1,
+            value_hidden: 16,
+            ..NetConfig::default()
+        };
+        // A few steps so that the batch-norm statistics are not the initial ones.
+        let mut trainer = Trainer::new(&net_config, &no_warmup(), &cpu_device(), 2).unwrap();
+        let b = batch(8, 5, |_| true);
+        for _ in 0..3 {
+            trainer.step(&b).unwrap();
+        }
+        let plain = trainer.net().valid().to_device(&cpu_device());
+        let folded = trainer.inference_net(&cpu_device()).unwrap();
+        for n in [1, 3] {
+            let planes = b.planes()[..n * INPUT_SIZE].to_vec();
+            let out = plain.forward(planes_tensor(planes.clone()));
+            assert_eq!(out.policy.dims(), [n, POLICY_SIZE]);
+            assert_eq!(out.wdl.dims(), [n, 3]);
+            let f = folded.forward(planes_tensor(planes.clone()));
+            assert_eq!(f.policy.dims(), [n, POLICY_SIZE]);
+            assert_eq!(f.wdl.dims(), [n, 3]);
+            let p: Vec<f32> = out.policy.try_to_vec_as::<f32>().unwrap();
+            let fp: Vec<f32> = f.policy.try_to_vec_as::<f32>().unwrap();
+            let w: Vec<f32> = out.wdl.try_to_vec_as::<f32>().unwrap();
+            let fw: Vec<f32> = f.wdl.try_to_vec_as::<f32>().unwrap();
+            assert!(max_abs_diff(&p, &fp) < 1e-3, "{global:?}: {}", max_abs_diff(&p, &fp));
+            assert!(max_abs_diff(&w, &fw) < 1e-3, "{global:?}: {}", max_abs_diff(&w, &fw));
+            let logits = folded.predict(planes).unwrap();
+            assert_eq!(
+                (logits.batch, logits.policy.len(), logits.wdl.len()),
+                (n, n * POLICY_SIZE, n * 3)
+            );
+        }
+        // A batch split into chunks gives what one pass gives.
+        let planes = b.planes()[..5 * INPUT_SIZE].to_vec();
+        let whole = folded.clone().with_chunk_size(100).predict(planes.clone()).unwrap();
+        let chunked = folded.clone().with_chunk_size(2).predict(planes).unwrap();
+        assert_eq!(chunked.batch, 5);
+        assert!(max_abs_diff(&whole.policy, &chunked.policy) < 1e-5);
+        assert!(max_abs_diff(&whole.wdl, &chunked.wdl) < 1e-5);
+    }
+}
+
+#[test]
+fn evaluator_priors_sum_to_one_over_legal_moves() {
+    let device = cpu_device();
+    device.seed(3);
+    let net = Net::new(&NetConfig::tiny(), &device);
+    let folded = InferenceNet::from_net(&net, &device).unwrap();
+    let mut evaluator = NnEvaluator::new(folded.clone());
+    let games = games(12, 99);
+    let move_lists: Vec<Vec<xiangqi::Move>> = games
+        .iter()
+        .map(|g| {
+            let mut m = Vec::new();
+            g.legal_moves_into(&mut m);
+            m
+        })
+        .collect();
+    assert!(games.iter().any(|g| g.position().turn() == xiangqi::Color::Black));
+    let requests: Vec<EvalRequest<'_, Game>> =
+        games.iter().zip(&move_lists).map(|(game, moves)| EvalRequest { game, moves }).collect();
+    let mut out = EvalBuffer::new();
+    out.prepare(&requests);
+    evaluator.evaluate(&requests, &mut out).unwrap();
+
+    let mut planes = vec![0.0; games.len() * INPUT_SIZE];
+    for (g, chunk) in games.iter().zip(planes.chunks_exact_mut(INPUT_SIZE)) {
+        env::encode_planes(g, chunk);
+    }
+    let logits = folded.predict(planes).unwrap();
+    for (i, (game, moves)) in games.iter().zip(&move_lists).enumerate() {
+        let priors = out.priors(i);
+        assert_eq!(priors.len(), moves.len());
+        // As a dense policy: the mass is on the legal moves' indices, zero elsewhere.
+        let mut dense = vec![0.0f32; POLICY_SIZE];
+        let turn = game.position().turn();
+        for (&m, &p) in moves.iter().zip(priors) {
+            assert!(p >= 0.0);
+            dense[env::move_to_index(m, turn).unwrap()] += p;
+        }
+        let sum: f32 = dense.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-4, "priors sum to {sum}");
+        // The prior is the softmax of the legal moves' logits.
+        let row = logits.policy(i);
+        let max = moves
+            .iter()
+            .map(|&m| row[env::move_to_index(m, turn).unwrap()])
+            .fold(f32::NEG_INFINITY, f32::max);
+        let z: f32 =
+            moves.iter().map(|&m| (row[env::move_to_index(m, turn).unwrap()] - max).exp()).sum();
+        for (&m, &p) in moves.iter().zip(priors) {
+            let expected = (row[env::move_to_index(m, turn).unwrap()] - max).exp() / z;
+            assert!((p - expected).abs() < 1e-5);
+        }
+        let [w, d, l] = logits.wdl_probabilities(i);
+        assert!((w + d + l - 1.0).abs() < 1e-5);
+        assert!((out.value(i) - (w - l)).abs() < 1e-6);
+        assert!((-1.0..=1.0).contains(&out.value(i)));
+    }
+    // An empty batch is fine.
+    let mut empty = EvalBuffer::new();
+    empty.prepare::<Game>(&[]);
+    evaluator.evaluate(&[], &mut empty).unwrap();
+}
+
+#[test]
+fn compact_samples_give_the_same_batch() {
+    let mut dense = TrainBatch::new();
+    let mut compact = TrainBatch::new();
+    let mut planes = vec![0.0; INPUT_SIZE];
+    for game in games(5, 17) {
+        env::encode_planes(&game, &mut planes);
+        let mut policy = vec![0.0; POLICY_SIZE];
+        policy[10] = 0.25;
+        policy[2000] = 0.75;
+        dense.push(&planes, &policy, [0.0, 1.0, 0.0], false);
+        compact
+            .push_compact(
+                &PlaneInputs::from_game(&game),
+                &[(10, 0.25), (2000, 0.75)],
+                [0.0, 1.0, 0.0],
+                false,
+            )
+            .unwrap();
+    }
+    assert_eq!(dense, compact);
+    assert_eq!(dense.len(), 5);
+    assert_eq!(dense.full_searches(), 0);
+    let mut bad = PlaneInputs::from_game(&games(1, 1)[0]);
+    bad.board[0] = 99;
+    assert!(compact.push_compact(&bad, &[], [1.0, 0.0, 0.0], true).is_err());
+    assert_eq!(compact.len(), 5);
+    assert_eq!(compact.planes().len(), 5 * INPUT_SIZE);
+}
+
+#[test]
+fn samples_without_a_full_search_carry_no_policy_loss() {
+    let config = TrainConfig { weight_decay: 0.0, mirror: false, ..no_warmup() };
+    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
+    let before: Vec<f32> = trainer.net().policy_fc.weight.val().try_to_vec_as::<f32>().unwrap();
+    let m = trainer.step(&batch(8, 3, |_| false)).unwrap();
+    assert_eq!(m.policy_loss, 0.0);
+    assert_eq!(m.full_searches, 0);
+    assert!(m.value_loss > 0.0);
+    let after: Vec<f32> = trainer.net().policy_fc.weight.val().try_to_vec_as::<f32>().unwrap();
+    assert_eq!(before, after, "the policy layer moved without a policy target");
+    // With some full searches it does move, and the loss is their mean only.
+    let m = trainer.step(&batch(8, 3, |i| i < 2)).unwrap();
+    assert_eq!(m.full_searches, 2);
+    assert!(m.policy_loss > 1.0);
+    let moved: Vec<f32> = trainer.net().policy_fc.weight.val().try_to_vec_as::<f32>().unwrap();
+    assert_ne!(after, moved);
+}
+
+#[test]
+fn metrics_report_the_schedule_and_the_clipping() {
+    let config = TrainConfig {
+        learning_rate: 0.01,
+        warmup_steps: 4,
+        grad_clip_norm: 1e-3,
+        ..TrainConfig::default()
+    };
+    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 5).unwrap();
+    let b = batch(8, 8, |_| true);
+    for step in 0..5 {
+        let m = trainer.step(&b).unwrap();
+        assert_eq!(m.step, step);
+        assert!((m.learning_rate - config.learning_rate_at(step)).abs() < 1e-15);
+        // The reported norm is the one before clipping.
+        assert!(m.grad_norm > 1e-3, "{m:?}");
+        assert!(m.weight_decay_loss > 0.0);
+        assert!((0.0..=1.0).contains(&m.value_accuracy));
+        assert!(m.policy_entropy > 0.0 && m.policy_entropy <= (POLICY_SIZE as f32).ln() + 1e-3);
+        let expected = m.policy_loss + m.value_loss;
+        assert!((m.loss - expected).abs() < 1e-4 * expected);
+    }
+    assert!(trainer.step(&TrainBatch::new()).is_err());
+}
+
+#[test]
+fn checkpoint_round_trip_restores_weights_and_optimizer() {
+    let dir = temp_dir("round-trip");
+    let ckpt = dir.join("ckpt");
+    let net_config =
+        NetConfig { global: GlobalKind::SqueezeExcitation, global_every: 1, ..NetConfig::tiny() };
+    let mut trainer = Trainer::new(&net_config, &no_warmup(), &cpu_device(), 6).unwrap();
+    let b = batch(8, 21, |i| i % 2 == 0);
+    for _ in 0..3 {
+        trainer.step(&b).unwrap();
+    }
+    let counters = BTreeMap::from([("games".to_string(), 42u64)]);
+    checkpoint::save_trainer(&trainer, &ckpt, &counters).unwrap();
+    // Saving again over it works and leaves no temporary directories behind.
+    checkpoint::save_trainer(&trainer, &ckpt, &counters).unwrap();
+    let entries: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(entries, vec![std::ffi::OsString::from("ckpt")]);
+
+    let (mut resumed, manifest) =
+        checkpoint::load_trainer(&ckpt, Some(&net_config), None, &cpu_device()).unwrap();
+    assert_eq!(manifest.counters, counters);
+    assert_eq!(manifest.step, 3);
+    assert_eq!(resumed.step_count(), 3);
+    assert_eq!(resumed.samples_seen(), 24);
+    assert_eq!(resumed.rng_state(), trainer.rng_state());
+    assert_eq!(resumed.config(), trainer.config());
+
+    // Same outputs after reload, on the plain device, for inference.
+    let planes = b.planes().to_vec();
+    let original = trainer.inference_net(&cpu_device()).unwrap().predict(planes.clone()).unwrap();
+    let (plain, _) = checkpoint::load_net(&ckpt, Some(&net_config), &cpu_device()).unwrap();
+    assert!(!plain.input.conv.weight.val().device().is_autodiff());
+    let reloaded =
+        InferenceNet::from_net(&plain, &cpu_device()).unwrap().predict(planes.clone()).unwrap();
+    assert!(max_abs_diff(&original.policy, &reloaded.policy) < 1e-6);
+    assert!(max_abs_diff(&original.wdl, &reloaded.wdl) < 1e-6);
+
+    // The optimizer state is restored: the next step matches the uninterrupted run, and differs
+    // from a step with a fresh optimizer.
+    let (fresh_net, _) = checkpoint::load_net(&ckpt, None, &cpu_device()).unwrap();
+    let mut fresh = Trainer::from_net(fresh_net, &no_warmup(), &cpu_device(), 0).unwrap();
+    let m1 = trainer.step(&b).unwrap();
+    let m2 = resumed.step(&b).unwrap();
+    fresh.step(&b).unwrap();
+    assert!((m1.loss - m2.loss).abs() < 1e-5);
+    let next =
+        |t: &Trainer| t.inference_net(&cpu_device()).unwrap().predict(planes.clone()).unwrap();
+    let (a, r, f) = (next(&trainer), next(&resumed), next(&fresh));
+    assert!(max_abs_diff(&a.policy, &r.policy) < 1e-5, "{}", max_abs_diff(&a.policy, &r.policy));
+    assert!(max_abs_diff(&a.policy, &f.policy) > 1e-3, "{}", max_abs_diff(&a.policy, &f.policy));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn damaged_and_mismatched_checkpoints_are_refused() {
+    let dir = temp_dir("refusals");
+    let net_config = NetConfig::tiny();
+    let trainer = Trainer::new(&net_config, &no_warmup(), &cpu_device(), 7).unwrap();
+    let good = dir.join("good");
+    checkpoint::save_trainer(&trainer, &good, &BTreeMap::new()).unwrap();
+    checkpoint::verify(&good, Some(&net_config)).unwrap();
+    let copy = |name: &str| {
+        let to = dir.join(name);
+        fs::create_dir_all(&to).unwrap();
+        for e in fs::read_dir(&good).unwrap() {
+            let e = e.unwrap();
+            fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+        to
+    };
+    let load =
+        |path: &PathBuf| checkpoint::load_net(path, Some(&net_config), &cpu_device()).map(|_| ());
+
+    // Truncated weights.
+    let truncated = copy("truncated");
+    let model = truncated.join(checkpoint::MODEL_FILE);
+    let bytes = fs::read(&model).unwrap();
+    fs::write(&model, &bytes[..bytes.len() / 2]).unwrap();
+    let err = load(&truncated).unwrap_err();
+    assert!(matches!(err, CheckpointError::WrongSize { .. }), "{err}");
+    assert!(
+        err.to_string().contains("truncated") && err.to_string().contains("model.bpk"),
+        "{err}"
+    );
+
+    // A flipped byte in the optimizer state.
+    let corrupted = copy("corrupted");
+    let optim = corrupted.join(checkpoint::OPTIMIZER_FILE);
+    let mut bytes = fs::read(&optim).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    fs::write(&optim, &bytes).unwrap();
+    let err = checkpoint::load_trainer(&corrupted, None, None, &cpu_device()).unwrap_err();
+    assert!(matches!(err, CheckpointError::Corrupted { .. }), "{err}");
+    assert!(err.to_string().contains("corrupted") && err.to_string().contains("optimizer.bpk"));
+
+    // Another network shape.
+    let err = checkpoint::load_net(&good, Some(&NetConfig::new(2, 8)), &cpu_device()).unwrap_err();
+    assert!(matches!(err, CheckpointError::NetMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("network.blocks: 1 vs 2"), "{err}");
+
+    // Another encoding version.
+    let encoding = copy("encoding");
+    let manifest = encoding.join(checkpoint::MANIFEST);
+    let text = fs::read_to_string(&manifest).unwrap();
+    let needle = format!("encoding_version = {}", env::ENCODING_VERSION);
+    assert!(text.contains(&needle));
+    fs::write(&manifest, text.replace(&needle, "encoding_version = 99")).unwrap();
+    let err = load(&encoding).unwrap_err();
+    assert!(matches!(err, CheckpointError::EncodingVersion { found: 99, .. }), "{err}");
+    assert!(err.to_string().contains("encoding version 99"), "{err}");
+
+    // A damaged manifest, and none at all.
+    let garbled = copy("garbled");
+    fs::write(garbled.join(checkpoint::MANIFEST), "format_version = 1\nplanes = [").unwrap();
+    assert!(matches!(load(&garbled).unwrap_err(), CheckpointError::BadManifest { .. }));
+    let err = load(&dir.join("nothing-here")).unwrap_err();
+    assert!(matches!(err, CheckpointError::NoManifest { .. }), "{err}");
+
+    // A weights-only checkpoint loads for play but does not resume training.
+    let weights = dir.join("weights");
+    checkpoint::save_net(trainer.net(), &weights).unwrap();
+    load(&weights).unwrap();
+    let err = checkpoint::load_trainer(&weights, None, None, &cpu_device()).unwrap_err();
+    assert!(matches!(err, CheckpointError::NoOptimizerState { .. }), "{err}");
+    fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,179 @@
+//! End-to-end tests of `xqz train` through the real binary, on `configs/tiny.toml`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+fn xqz() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xqz"))
+}
+
+fn tiny() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml")
+}
+
+fn run_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xqz-train-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    dir
+}
+
+fn train(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["train", "--quiet", "--threads", "1", "--run-dir"];
+    let dir = dir.to_str().expect("utf-8 path");
+    args.push(dir);
+    args.extend_from_slice(extra);
+    xqz().args(&args).output().expect("xqz runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn checkpoints(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir.join("checkpoints"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("ckpt-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The optimizer step count recorded in a checkpoint's manifest.
+fn manifest_step(ckpt: &Path) -> u64 {
+    let text = fs::read_to_string(ckpt.join("manifest.toml")).expect("manifest");
+    text.lines()
+        .find_map(|l| l.strip_prefix("step = "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("a step line")
+}
+
+fn csv_rows(path: &Path) -> usize {
+    fs::read_to_string(path).map(|t| t.lines().count().saturating_sub(1)).unwrap_or(0)
+}
+
+#[test]
+fn a_tiny_run_writes_shards_checkpoints_events_and_resumes() {
+    let dir = run_dir("basic");
+    let config = tiny();
+    let config = config.to_str().unwrap();
+    let o = train(&dir, &["--config", config, "--iterations", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000001", "ckpt-000002"]);
+    let shards: Vec<_> = fs::read_dir(dir.join("shards")).unwrap().collect();
+    assert_eq!(shards.len(), 2);
+    let events: Vec<_> = fs::read_dir(dir.join("tensorboard")).unwrap().collect();
+    assert!(!events.is_empty(), "no TensorBoard event file");
+    assert!(fs::metadata(events[0].as_ref().unwrap().path()).unwrap().len() > 100);
+    assert_eq!(csv_rows(&dir.join("metrics.csv")), 2);
+    // tiny.toml runs the arena every 2 iterations against random, greedy and the initial net.
+    assert_eq!(csv_rows(&dir.join("arena.csv")), 3);
+    assert!(
+        fs::read_to_string(dir.join("games.pgn")).unwrap().contains("[Game \"Chinese Chess\"]")
+    );
+    assert!(fs::read_to_string(dir.join("config.toml")).unwrap().contains("[loop]"));
+    let step2 = manifest_step(&dir.join("checkpoints/ckpt-000002"));
+    assert!(step2 > 0);
+
+    // Without --resume, a used run directory is refused.
+    let o = train(&dir, &["--config", config, "--iterations", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
+
+    // --resume continues the step count (the resolved config of the run is used).
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let step3 = manifest_step(&dir.join("checkpoints/ckpt-000003"));
+    assert!(step3 > step2, "{step3} <= {step2}");
+    assert_eq!(csv_rows(&dir.join("metrics.csv")), 3);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_config_is_refused_with_the_file_and_key() {
+    let dir = run_dir("badconfig");
+    fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("[loop]\nbatch_sise = 3\n", "batch_sise"),
+        ("[loop]\nbatch_size = 0\n", "loop.batch_size"),
+        ("[network]\nblocks = 0\n", "network.blocks"),
+        ("[training]\nlearning_rate = -1.0\n", "training.learning_rate"),
+        ("[trainig]\n", "trainig"),
+    ];
+    for (text, key) in cases {
+        let path = dir.join("bad.toml");
+        fs::write(&path, text).unwrap();
+        let o = train(&dir.join("run"), &["--config", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        let err = stderr(&o);
+        assert!(err.contains("bad.toml") && err.contains(key), "{text}: {err}");
+    }
+    assert!(!dir.join("run/checkpoints").exists(), "nothing is written for a bad config");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_run_killed_at_any_moment_resumes_cleanly() {
+    let dir = run_dir("killed");
+    let config = tiny();
+    let config = config.to_str().unwrap();
+    let o = train(&dir, &["--config", config, "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Kill -9 at moments spread over self-play, training, shard and checkpoint writes.
+    for delay_ms in [700u64, 1300, 2100, 450, 1700] {
+        let mut child = xqz()
+            .args(["train", "--quiet", "--threads", "1", "--resume", "--run-dir"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let o = train(&dir, &["--resume", "--iterations", "1"]);
+        assert!(o.status.success(), "after a kill at {delay_ms} ms: {}", stderr(&o));
+    }
+    // The checkpoints are consistent: each newer one has taken more steps.
+    let names = checkpoints(&dir);
+    let steps: Vec<u64> =
+        names.iter().map(|n| manifest_step(&dir.join("checkpoints").join(n))).collect();
+    assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{names:?} {steps:?}");
+    assert!(names.len() >= 3);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctrl_c_writes_a_checkpoint_and_exits_cleanly() {
+    let dir = run_dir("sigint");
+    let config = tiny();
+    let child = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first iteration's checkpoint, then interrupt.
+    let start = Instant::now();
+    while checkpoints(&dir).len() < 2 && start.elapsed() < Duration::from_secs(60) {
+        sleep(Duration::from_millis(100));
+    }
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("interrupt") && err.contains("stopped"), "{err}");
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let _ = fs::remove_dir_all(&dir);
+}
