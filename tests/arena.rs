@@ -242,6 +242,6 @@ fn misbehaving_engines_lose_and_are_reported() {
     assert!(stderr(&o).contains("cannot start"), "{}", stderr(&o));
     let o = xqz(&["arena", "--a", "nets/latest.mpk", "--b", "random"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("not yet available"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no such network checkpoint"), "{}", stderr(&o));
     let _ = fs::remove_dir_all(&dir);
 }

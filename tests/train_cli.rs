@@ -92,6 +92,42 @@ fn a_tiny_run_writes_shards_checkpoints_events_and_resumes() {
     let step3 = manifest_step(&dir.join("checkpoints/ckpt-000003"));
     assert!(step3 > step2, "{step3} <= {step2}");
     assert_eq!(csv_rows(&dir.join("metrics.csv")), 3);
+
+    // The trained network plays: in the arena against random, and as a UCI engine.
+    let ckpt = dir.join("checkpoints/ckpt-000003");
+    let ckpt_arg = ckpt.to_str().unwrap();
+    let o = xqz()
+        .args(["arena", "--a", ckpt_arg, "--b", "random", "--games", "2", "--sims", "8"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("ckpt-000003") && table.contains("random"), "{table}");
+    let mut engine = xqz()
+        .args(["uci", "--net", ckpt_arg])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let stdin = engine.stdin.as_mut().unwrap();
+        writeln!(stdin, "uci\nisready\nposition startpos moves h2e2\ngo nodes 48").unwrap();
+    }
+    // Give the search time to finish before quitting (end of input stops a search).
+    sleep(Duration::from_millis(1500));
+    {
+        use std::io::Write as _;
+        writeln!(engine.stdin.as_mut().unwrap(), "quit").unwrap();
+    }
+    let out = engine.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let best = text.lines().find_map(|l| l.strip_prefix("bestmove ")).expect("a bestmove");
+    let mv = best.split_whitespace().next().unwrap();
+    let pos = xiangqi::Position::start();
+    let mut game = xiangqi::Game::new(pos, xiangqi::RuleSet::Asian);
+    game.play(game.position().parse_uci("h2e2").unwrap()).unwrap();
+    assert!(game.position().parse_uci(mv).is_ok(), "illegal bestmove {mv}: {text}");
     let _ = fs::remove_dir_all(&dir);
 }
 

@@ -11,7 +11,8 @@
 //!   split at white space, no quoting); `--a-option NAME=VALUE` becomes `setoption`, and
 //!   `--a-ranks 1` reads and writes its moves with ranks 1–10 (Fairy-Stockfish). See
 //!   [`crate::engine`];
-//! * a network file: not yet available.
+//! * a network: `net:DIR` or a checkpoint directory of `xqz train` (`ckpt-NNNNNN`), searched
+//!   with `--sims` simulations a move (search options through `--a-option`/`--b-option`);
 //!
 //! Each move is limited by `--movetime MS` (engines get `go movetime`) and/or `--sims S`
 //! (engines get `go nodes S` without a move time); with neither, 800 simulations (for `mcts`,
@@ -44,12 +45,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 use xiangqi::{OutcomeReason, RankBase, RuleSet};
 use xiangqi_search::arena::{
     ArenaGame, BatchCounters, ForfeitKind, GameSettings, LocalPlayer, MatchConfig, MatchStats,
-    MoveLimit, Opening, Player, Sprt, parse_openings, run_match, run_match_batched_shared,
+    MoveLimit, Opening, Player, Sprt, parse_openings, run_match, run_match_batched,
+    run_match_batched_shared,
 };
 use xiangqi_search::{SearchConfig, UniformEvaluator};
 
 use crate::engine::{EnginePlayer, EngineSpec, Protocol};
-use crate::uci::NET_UNAVAILABLE;
+use crate::net::AnyEvaluator;
 
 /// Arguments of `xqz arena`.
 #[derive(clap::Args)]
@@ -151,6 +153,8 @@ fn search_config(options: &[(String, String)]) -> anyhow::Result<SearchConfig> {
 /// A player named on the command line: one the arena drives itself, or an external engine.
 enum PlayerSpec {
     Local(LocalPlayer),
+    /// The search with a network: an MCTS player and the checkpoint it evaluates with.
+    Net(LocalPlayer, PathBuf),
     Engine(EngineSpec),
 }
 
@@ -159,6 +163,7 @@ impl PlayerSpec {
     fn start(&self, spec: &str) -> anyhow::Result<Box<dyn Player>> {
         match self {
             PlayerSpec::Local(p) => Ok(p.to_player(UniformEvaluator)?),
+            PlayerSpec::Net(p, path) => Ok(p.to_player(crate::net::load(path)?)?),
             PlayerSpec::Engine(e) => {
                 let player =
                     EnginePlayer::start(e.clone()).with_context(|| format!("engine '{spec}'"))?;
@@ -206,8 +211,20 @@ fn parse_player(
             let config = search_config(&options)?;
             Ok(PlayerSpec::Local(LocalPlayer::Mcts { name: "mcts".to_string(), config }))
         }
-        other if other.contains('/') || other.contains('.') || PathBuf::from(other).exists() => {
-            bail!("player '{other}': {NET_UNAVAILABLE}")
+        other if other.starts_with("net:") || PathBuf::from(other).is_dir() => {
+            let path = PathBuf::from(other.strip_prefix("net:").unwrap_or(other));
+            if !path.join("manifest.toml").is_file() {
+                bail!(
+                    "player '{other}': '{}' is not a network checkpoint (no manifest.toml)",
+                    path.display()
+                );
+            }
+            let config = search_config(&options)?;
+            let name = path.file_name().map_or("net".into(), |n| n.to_string_lossy().into_owned());
+            Ok(PlayerSpec::Net(LocalPlayer::Mcts { name, config }, path))
+        }
+        other if other.contains('/') || other.contains('.') => {
+            bail!("player '{other}': no such network checkpoint directory")
         }
         other => bail!(
             "unknown player '{other}' (expected random, greedy, mcts, uci:COMMAND, ucci:COMMAND \
@@ -372,30 +389,57 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         true
     };
     let timed = movetime.is_some();
-    let (names, stats, batches) = match (&a, &b) {
-        (PlayerSpec::Local(pa), PlayerSpec::Local(pb))
-            if !(timed && (pa.is_mcts() || pb.is_mcts())) =>
+    let local = |p: &PlayerSpec| -> Option<(LocalPlayer, Option<PathBuf>)> {
+        match p {
+            PlayerSpec::Local(l) => Some((l.clone(), None)),
+            PlayerSpec::Net(l, path) => Some((l.clone(), Some(path.clone()))),
+            PlayerSpec::Engine(_) => None,
+        }
+    };
+    let (names, stats, batches) = match (local(&a), local(&b)) {
+        (Some((pa, na)), Some((pb, nb)))
+            if (na.is_some() || nb.is_some()) && !(timed && (pa.is_mcts() || pb.is_mcts())) =>
         {
             let names = [pa.name().to_string(), pb.name().to_string()];
-            let concurrency = args.concurrency as usize;
-            let result = run_match_batched_shared(
-                pa,
-                pb,
-                &mut UniformEvaluator,
+            let mut ea = AnyEvaluator::load_optional(na.as_deref()).context("--a")?;
+            let mut eb = AnyEvaluator::load_optional(nb.as_deref()).context("--b")?;
+            let result = run_match_batched(
+                &pa,
+                &pb,
+                &mut ea,
+                &mut eb,
                 &openings,
                 &config,
-                concurrency,
+                args.concurrency as usize,
                 &mut on_game,
             )?;
             (names, result.stats, Some(result.batches[0]))
         }
-        _ => {
-            let mut pa = a.start(&args.a).context("--a")?;
-            let mut pb = b.start(&args.b).context("--b")?;
-            let names = [pa.name().to_string(), pb.name().to_string()];
-            let stats = run_match(pa.as_mut(), pb.as_mut(), &openings, &config, &mut on_game);
-            (names, stats, None)
-        }
+        _ => match (&a, &b) {
+            (PlayerSpec::Local(pa), PlayerSpec::Local(pb))
+                if !(timed && (pa.is_mcts() || pb.is_mcts())) =>
+            {
+                let names = [pa.name().to_string(), pb.name().to_string()];
+                let concurrency = args.concurrency as usize;
+                let result = run_match_batched_shared(
+                    pa,
+                    pb,
+                    &mut UniformEvaluator,
+                    &openings,
+                    &config,
+                    concurrency,
+                    &mut on_game,
+                )?;
+                (names, result.stats, Some(result.batches[0]))
+            }
+            _ => {
+                let mut pa = a.start(&args.a).context("--a")?;
+                let mut pb = b.start(&args.b).context("--b")?;
+                let names = [pa.name().to_string(), pb.name().to_string()];
+                let stats = run_match(pa.as_mut(), pb.as_mut(), &openings, &config, &mut on_game);
+                (names, stats, None)
+            }
+        },
     };
     bar.finish_and_clear();
     if let Some(e) = write_error {
@@ -437,7 +481,9 @@ mod tests {
         assert!(make_player("random", &[], 0, 1).is_ok());
         assert!(make_player("greedy", &["x=1".to_string()], 0, 1).is_err());
         let e = make_player("nets/best.mpk", &[], 0, 1).err().unwrap().to_string();
-        assert!(e.contains(NET_UNAVAILABLE), "{e}");
+        assert!(e.contains("no such network checkpoint"), "{e}");
+        let e = make_player("net:/nonexistent", &[], 0, 1).err().unwrap().to_string();
+        assert!(e.contains("not a network checkpoint"), "{e}");
         let e = make_player("stockfish", &[], 0, 1).err().unwrap().to_string();
         assert!(e.contains("unknown player"), "{e}");
     }

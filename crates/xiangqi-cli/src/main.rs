@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod arena;
 mod config;
 mod engine;
+mod net;
 mod outcome;
 mod perft;
 mod selfplay;

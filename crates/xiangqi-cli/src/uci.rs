@@ -20,8 +20,8 @@
 //! Options (UCI names; UCCI takes them in lower case, and `hashsize` for `Hash`):
 //! `Threads` (spin 1–256, accepted for GUIs, the search runs on one thread), `Hash` (spin, MB:
 //! the most memory the search tree may take), `MultiPV` (spin 1–128), `Simulations` (spin, the
-//! budget of a `go` without limits, default 800), `NetPath` (string; no network can be loaded
-//! yet), `Rules` (combo `asian`/`simple`), and in UCCI `usemillisec` (check: clock values in
+//! budget of a `go` without limits, default 800), `NetPath` (string; the network is chosen at
+//! startup with `--net`, and setting it is answered with an `info string` saying so), `Rules` (combo `asian`/`simple`), and in UCCI `usemillisec` (check: clock values in
 //! milliseconds instead of seconds).
 //!
 //! Robustness: an unknown command or option, a bad option value, an illegal move or a
@@ -40,12 +40,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use xiangqi::{Game, Move, Position, RuleSet, Setup, Validation};
-use xiangqi_search::{Evaluator, UniformEvaluator};
+use xiangqi_search::Evaluator;
 
 use crate::uci_search::{self, Controls, Job};
 
 /// The message for any attempt to play with a network before the network crate exists.
-pub const NET_UNAVAILABLE: &str = "network players need the xiangqi-nn crate: not yet available";
+pub const NET_UNAVAILABLE: &str =
+    "the network is chosen at startup: start the engine as `xqz uci --net CHECKPOINT_DIR`";
 
 /// Longest input line accepted.
 const MAX_LINE: usize = 1 << 20;
@@ -53,7 +54,8 @@ const MAX_LINE: usize = 1 << 20;
 /// Arguments of `xqz uci`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Network to evaluate positions with (not yet available: the search uses uniform priors).
+    /// Network to evaluate positions with: a checkpoint directory of `xqz train`
+    /// (default: uniform priors, the rules' terminal values only).
     #[arg(long)]
     net: Option<PathBuf>,
 }
@@ -337,7 +339,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                 if value.trim().is_empty() || value.trim() == "<empty>" {
                     Ok(())
                 } else {
-                    Err(format!("{NET_UNAVAILABLE}; searching with uniform priors"))
+                    Err(format!("{NET_UNAVAILABLE}; searching with the current evaluator"))
                 }
             }
             "rules" => match value.trim().to_ascii_lowercase().parse::<RuleSet>() {
@@ -730,12 +732,10 @@ pub fn serve<E: Evaluator<Game> + Send + 'static>(
 /// Runs the command.
 ///
 /// # Errors
-/// `--net` (no network can be loaded yet) and I/O errors on standard input.
+/// A `--net` that cannot be loaded (with the reason), and I/O errors on standard input.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    if let Some(path) = &args.net {
-        anyhow::bail!("{NET_UNAVAILABLE} (--net {})", path.display());
-    }
-    let mut engine = Engine::new(UniformEvaluator, Output::new(Box::new(io::stdout())));
+    let evaluator = crate::net::AnyEvaluator::load_optional(args.net.as_deref())?;
+    let mut engine = Engine::new(evaluator, Output::new(Box::new(io::stdout())));
     let stdin = io::stdin();
     let mut input = stdin.lock();
     serve(&mut engine, &mut input)?;
@@ -745,6 +745,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xiangqi_search::UniformEvaluator;
 
     /// Collects output lines.
     #[derive(Clone, Default)]
