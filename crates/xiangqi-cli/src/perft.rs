@@ -12,8 +12,8 @@ use xiangqi::{Position, START_FEN, Validation};
 /// Arguments of `xqz perft`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Depth in plies.
-    #[arg(long)]
+    /// Depth in plies (at most 20: deeper trees cannot be counted in a lifetime).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=20))]
     depth: u32,
     /// Start position (default: the initial position).
     #[arg(long, default_value = START_FEN)]

@@ -69,6 +69,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let (mut config, name) = load_config(args)?;
     if let Some(t) = args.threads {
         config.selfplay.threads = t;
+        config.selfplay.validate().map_err(|e| anyhow::anyhow!("--threads {t}: {e}"))?;
     }
     let threads = match config.selfplay.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),

@@ -470,6 +470,10 @@ impl TrainingRun {
         if !existing.is_empty() {
             return Err(PipelineError::RunExists(paths.checkpoints.clone()));
         }
+        let shards = list_shards(&paths.shards).unwrap_or_default();
+        if !shards.is_empty() {
+            return Err(PipelineError::RunExists(paths.shards.clone()));
+        }
         for dir in [&paths.shards, &paths.checkpoints] {
             fs::create_dir_all(dir).map_err(|source| PipelineError::Io {
                 what: "creating",
@@ -662,7 +666,11 @@ impl TrainingRun {
         let mut batch = TrainBatch::with_capacity(r.batch_size);
         while self.steps_in_iteration < planned {
             if observer.should_stop() {
-                self.save_checkpoint()?;
+                // The steps of this iteration so far; in the first iteration they are dropped
+                // instead, so that `ckpt-000000` stays the initial network.
+                if self.iteration > 0 {
+                    self.save_checkpoint()?;
+                }
                 return Ok(None);
             }
             let step = self.trainer.step_count();
@@ -878,7 +886,11 @@ impl TrainingRun {
         let concurrency = (self.config.selfplay.games_in_flight as usize).max(1);
         let me = LocalPlayer::Mcts { name: "current".into(), config: search.clone() };
         let mut current = NnEvaluator::new(self.trainer.inference_net(&cpu_device())?);
-        let previous = self.last_arena_checkpoint.unwrap_or(0);
+        let mut previous = self.last_arena_checkpoint.unwrap_or(0);
+        if !checkpoint_path(&self.paths, previous).is_dir() {
+            // Pruned (a resume from an older checkpoint): the initial network is always kept.
+            previous = 0;
+        }
         let mut earlier = None;
         if previous < self.iteration {
             let dir = checkpoint_path(&self.paths, previous);
@@ -944,6 +956,19 @@ fn remove_stale_temporaries(paths: &RunPaths) -> Result<(), PipelineError> {
         for entry in entries.flatten() {
             let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
+            // An overwrite interrupted between its two renames leaves `.ckpt-N.old-*` and no
+            // `ckpt-N`: put the old one back rather than lose it.
+            if let Some(rest) = name.strip_prefix('.').filter(|n| n.contains(".old-")) {
+                let original = dir.join(rest.split(".old-").next().unwrap_or(rest));
+                if !original.exists() {
+                    fs::rename(&path, &original).map_err(|source| PipelineError::Io {
+                        what: "restoring",
+                        path: path.clone(),
+                        source,
+                    })?;
+                    continue;
+                }
+            }
             let stale = (name.starts_with(".ckpt-")
                 && (name.contains(".tmp-") || name.contains(".old-")))
                 || name.ends_with(".npz.tmp");
@@ -961,6 +986,19 @@ fn remove_stale_temporaries(paths: &RunPaths) -> Result<(), PipelineError> {
 fn validate(config: &RunConfig) -> Result<(), PipelineError> {
     config.network.validate()?;
     config.training.validate()?;
+    // Checkpoint manifests are TOML, whose integers are signed 64-bit.
+    let t = &config.training;
+    for (key, v) in [
+        ("training.warmup_steps", t.warmup_steps),
+        ("training.total_steps", t.total_steps),
+        ("training.decay_every", t.decay_every),
+        ("loop.max_steps", config.run.max_steps),
+        ("loop.max_samples", config.run.max_samples),
+    ] {
+        if v > i64::MAX as u64 {
+            return Err(ConfigError { key, reason: format!("must be at most {}", i64::MAX) }.into());
+        }
+    }
     config.run.validate()?;
     config.search.validate()?;
     config.selfplay.validate()?;

@@ -295,7 +295,9 @@ fn build_optimizer(config: &TrainConfig, net: &Net) -> ModuleOptimizer {
                 };
                 SgdConfig::new()
                     .with_momentum((config.momentum > 0.0).then_some(momentum))
-                    .with_weight_decay((wd > 0.0).then(|| WeightDecayConfig { penalty: wd as f32 }))
+                    .with_weight_decay(
+                        (wd > 0.0).then_some(WeightDecayConfig { penalty: wd as f32 }),
+                    )
             };
             sgd(0.0).init().with_group(decayed, sgd(config.weight_decay).build(), None)
         }
