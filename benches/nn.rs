@@ -1,7 +1,7 @@
 //! Network benches on the CPU backend (burn `flex`): inference positions per second at batch
 //! 1, 16, 64 and 256 for the folded inference net and for the unfolded network (the training
-//! definition in inference mode), and training samples per second at batch 256, all for a
-//! 6-block, 64-filter net over the 16 input planes.
+//! definition in inference mode), and training samples per second at batch 256 (one pass, and
+//! micro-batches of 64), all for a 6-block, 64-filter net over the 16 input planes.
 //!
 //! Threads are the global rayon pool's: `RAYON_NUM_THREADS=1 cargo bench -p xiangqi-nn --bench nn`.
 //! Each bench checks the shape and finiteness of what it computed.
@@ -91,17 +91,21 @@ fn training(c: &mut Criterion) {
         let wdl = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][i % 3];
         samples.push(p, &policy, wdl, i % 4 != 0);
     }
-    let config = TrainConfig { warmup_steps: 0, ..TrainConfig::default() };
-    let mut trainer = Trainer::new(&net_config(), &config, &cpu_device(), 7).unwrap();
     let mut group = c.benchmark_group("training");
     group.throughput(Throughput::Elements(batch as u64));
-    group.bench_function(BenchmarkId::new("adamw_step", batch), |b| {
-        b.iter(|| {
-            let m = trainer.step(&samples).unwrap();
-            assert!(m.loss.is_finite() && m.grad_norm.is_finite());
-            black_box(m)
-        })
-    });
+    // One pass over the batch, and micro-batches of 64 (the default: ghost batch normalisation).
+    for micro_batch in [0, 64] {
+        let config = TrainConfig { warmup_steps: 0, micro_batch, ..TrainConfig::default() };
+        let mut trainer = Trainer::new(&net_config(), &config, &cpu_device(), 7).unwrap();
+        let name = format!("adamw_micro{micro_batch}");
+        group.bench_function(BenchmarkId::new(name, batch), |b| {
+            b.iter(|| {
+                let m = trainer.step(&samples).unwrap();
+                assert!(m.loss.is_finite() && m.grad_norm.is_finite());
+                black_box(m)
+            })
+        });
+    }
     group.finish();
 }
 

@@ -233,10 +233,14 @@ pub struct TrainConfig {
     /// Weight of the WDL cross-entropy in the loss.
     pub value_weight: f64,
     /// Samples per forward/backward pass; 0 = the whole batch in one pass. With a micro-batch
-    /// smaller than the batch, the gradients of the passes are summed before the one optimizer
-    /// step (the loss is the same), but batch normalisation normalises each micro-batch with its
-    /// own statistics ("ghost batch normalisation") and updates its running statistics once per
-    /// micro-batch. On the CPU backend passes of about 64 samples stay in cache and are faster.
+    /// smaller than the batch, the micro-batches run in parallel on the rayon pool and their
+    /// gradients are summed before the one optimizer step (the loss is the same), but batch
+    /// normalisation normalises each micro-batch with its own statistics ("ghost batch
+    /// normalisation", as Leela Chess Zero's virtual batch size), and its running statistics
+    /// move once per step towards the mean of the micro-batches' statistics. On the CPU backend
+    /// this is faster (smaller passes stay in cache, and they overlap; 64 gives about +35 % at
+    /// batch 256 on 2 cores); on a GPU set 0. The result does not depend on the number of
+    /// threads.
     pub micro_batch: usize,
 }
 
@@ -260,7 +264,7 @@ impl Default for TrainConfig {
             mirror: true,
             policy_weight: 1.0,
             value_weight: 1.0,
-            micro_batch: 0,
+            micro_batch: 64,
         }
     }
 }

@@ -11,9 +11,16 @@
 //! # Backends
 //! One model definition runs on every burn device; only the device differs. The CPU backend is
 //! burn's pure-Rust `flex` ([`cpu_device`]), always built. Cargo features `wgpu` and `cuda` add
-//! [`gpu_device`] for those backends (compile-checked by hand; not built in CI). Training needs
-//! an autodiff device (`device.autodiff()`, done by [`Trainer`]); inference runs on the plain
+//! [`gpu_device`] for those backends; they are kept out of CI. `wgpu` was compile-checked by
+//! hand (`cargo check -p xiangqi-nn --features wgpu`); `cuda` needs network access at build
+//! time (burn 0.22's `cubecl-cuda` depends on `cubecl-llvm`, whose build script downloads a
+//! prebuilt LLVM), so it was not built on the offline development machine. Training needs an
+//! autodiff device (`device.autodiff()`, done by [`Trainer`]); inference runs on the plain
 //! device. CPU threads are the global rayon pool's, which the binary configures.
+//!
+//! On the CPU backend, [`InferenceNet`] runs large batches in parallel chunks of
+//! [`infer::CPU_CHUNK`] positions, and `micro_batch = 64` in [`TrainConfig`] makes training
+//! faster (ghost batch normalisation; see [`TrainConfig::micro_batch`]).
 //!
 //! # Example
 //! ```

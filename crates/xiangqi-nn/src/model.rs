@@ -19,11 +19,13 @@
 //! inference use [`crate::InferenceNet`], which folds the batch normalisation into the
 //! convolutions.
 
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig, PaddingConfig2d};
 use burn::tensor::activation::{relu, sigmoid};
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE, PLANES, POLICY_SIZE};
 
 use crate::config::NetConfig;
@@ -186,10 +188,46 @@ pub struct Net {
     pub config: NetConfig,
 }
 
+/// Uniform `±1 / √fan_in` values (burn's default initialisation of convolutions and linear
+/// layers) drawn from `rng`.
+fn uniform_param<const D: usize>(
+    p: &mut Param<Tensor<D>>,
+    fan_in: usize,
+    rng: &mut ChaCha8Rng,
+    device: &Device,
+) {
+    let dims = p.val().dims();
+    let bound = 1.0 / (fan_in as f64).sqrt();
+    let values: Vec<f32> = (0..dims.iter().product::<usize>())
+        .map(|_| ((rng.random::<f64>() * 2.0 - 1.0) * bound) as f32)
+        .collect();
+    // A trainable parameter (as initialisation makes it), with the same id.
+    let mut fresh = Param::from_tensor(Tensor::from_data(TensorData::new(values, dims), device));
+    fresh.id = p.id;
+    *p = fresh;
+}
+
+fn reinit_conv(c: &mut Conv2d, rng: &mut ChaCha8Rng, device: &Device) {
+    let [_, inputs, kh, kw] = c.weight.val().dims();
+    uniform_param(&mut c.weight, inputs * kh * kw, rng, device);
+    if let Some(b) = &mut c.bias {
+        uniform_param(b, inputs * kh * kw, rng, device);
+    }
+}
+
+fn reinit_linear(l: &mut Linear, rng: &mut ChaCha8Rng, device: &Device) {
+    let [inputs, _] = l.weight.val().dims();
+    uniform_param(&mut l.weight, inputs, rng, device);
+    if let Some(b) = &mut l.bias {
+        uniform_param(b, inputs, rng, device);
+    }
+}
+
 impl Net {
-    /// A freshly initialised network on `device` (seed the device first for reproducible
-    /// weights: `device.seed(..)`). The configuration should be valid
-    /// ([`NetConfig::validate`]).
+    /// A freshly initialised network on `device`, its weights drawn from burn's device
+    /// generator (`device.seed(..)` seeds it, but it is shared by the whole process: use
+    /// [`Net::seeded`] for weights that depend on a seed alone).
+    /// The configuration should be valid ([`NetConfig::validate`]).
     pub fn new(config: &NetConfig, device: &Device) -> Net {
         let f = config.filters;
         let tower = (0..config.blocks)
@@ -220,9 +258,53 @@ impl Net {
         }
     }
 
+    /// A freshly initialised network whose weights depend on `seed` alone (not on other
+    /// threads drawing from burn's process-wide generator): every convolution and linear layer
+    /// uniform in `±1 / √fan_in`, as burn initialises them, from a ChaCha8 generator; batch
+    /// normalisation starts as the identity.
+    pub fn seeded(config: &NetConfig, device: &Device, seed: u64) -> Net {
+        let mut net = Net::new(config, device);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let rng = &mut rng;
+        reinit_conv(&mut net.input.conv, rng, device);
+        for b in &mut net.tower {
+            reinit_conv(&mut b.conv1.conv, rng, device);
+            reinit_conv(&mut b.conv2.conv, rng, device);
+            if let Some(p) = &mut b.pool {
+                reinit_conv(&mut p.conv.conv, rng, device);
+                reinit_linear(&mut p.fc, rng, device);
+            }
+            if let Some(se) = &mut b.se {
+                reinit_linear(&mut se.fc1, rng, device);
+                reinit_linear(&mut se.fc2, rng, device);
+            }
+        }
+        reinit_conv(&mut net.policy_conv.conv, rng, device);
+        reinit_linear(&mut net.policy_fc, rng, device);
+        reinit_conv(&mut net.value_conv.conv, rng, device);
+        reinit_linear(&mut net.value_fc1, rng, device);
+        reinit_linear(&mut net.value_fc2, rng, device);
+        net
+    }
+
     /// The network's configuration.
     pub fn config(&self) -> &NetConfig {
         &self.config
+    }
+
+    /// Every batch normalisation of the network, in a fixed order.
+    pub fn batch_norms(&self) -> Vec<&BatchNorm> {
+        let mut out = vec![&self.input.bn];
+        for b in &self.tower {
+            out.push(&b.conv1.bn);
+            if let Some(p) = &b.pool {
+                out.push(&p.conv.bn);
+            }
+            out.push(&b.conv2.bn);
+        }
+        out.push(&self.policy_conv.bn);
+        out.push(&self.value_conv.bn);
+        out
     }
 
     /// Policy and WDL logits for a batch of encoded positions ([`xiangqi::env::encode_planes`]).
@@ -250,8 +332,6 @@ impl Net {
 
 #[cfg(test)]
 mod tests {
-    use burn::module::Param;
-    use burn::tensor::TensorData;
     use xiangqi::env::{INPUT_SIZE, mirror_index, mirror_planes, mirror_policy};
 
     use super::*;
@@ -301,6 +381,28 @@ mod tests {
 
     fn logits(out: NetOutput) -> (Vec<f32>, Vec<f32>) {
         (host(out.policy).0, host(out.wdl).0)
+    }
+
+    #[test]
+    fn seeded_weights_depend_on_the_seed_alone() {
+        let device = Device::flex();
+        let config =
+            NetConfig { global: GlobalKind::GlobalPooling, global_every: 1, ..NetConfig::tiny() };
+        let weights = |seed| {
+            // Draws from burn's shared generator in between must not matter.
+            device.seed(seed + 100);
+            let _ = Net::new(&config, &device);
+            let net = Net::seeded(&config, &device, seed);
+            let mut all = host(net.input.conv.weight.val()).0;
+            all.extend(host(net.tower[0].pool.as_ref().unwrap().fc.weight.val()).0);
+            all.extend(host(net.value_fc2.bias.as_ref().unwrap().val()).0);
+            all
+        };
+        let a = weights(1);
+        assert_eq!(a, weights(1));
+        assert_ne!(a, weights(2));
+        let bound = 1.0 / ((PLANES * 9) as f32).sqrt();
+        assert!(a[..8 * PLANES * 9].iter().all(|w| w.abs() <= bound));
     }
 
     #[test]

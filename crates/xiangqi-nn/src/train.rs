@@ -21,6 +21,7 @@
 
 use burn::module::ParamGroup;
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::nn::BatchNorm;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer, SgdConfig};
@@ -28,6 +29,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use xiangqi::env::{
     self, INPUT_SIZE, InvalidPieceCode, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SIZE, PlaneInputs,
 };
@@ -238,6 +240,47 @@ impl ModuleVisitor for GradSquares<'_> {
     }
 }
 
+/// One micro-batch's samples (see [`TrainBatch`] for the layouts).
+struct Part {
+    planes: Vec<f32>,
+    policy: Vec<f32>,
+    wdl: Vec<f32>,
+    full: Vec<f32>,
+}
+
+/// Forward and backward of one (micro-)batch on `net`: the gradients of the part's share of the
+/// loss (`policy_scale · Σ policy CE + value_scale · Σ WDL CE`), and the part's sums of policy
+/// CE, WDL CE, policy entropy and correct WDL predictions (on the plain device).
+fn pass(
+    net: &Net,
+    part: Part,
+    (policy_scale, value_scale): (f64, f64),
+    dev: &Device,
+) -> (GradientsParams, [Tensor<1>; 4]) {
+    let m = part.full.len();
+    let x = Tensor::<4>::from_data(
+        TensorData::new(part.planes, [m, PLANES, PLANE_RANKS, PLANE_FILES]),
+        dev,
+    );
+    let target_policy = Tensor::<2>::from_data(TensorData::new(part.policy, [m, POLICY_SIZE]), dev);
+    let target_wdl = Tensor::<2>::from_data(TensorData::new(part.wdl, [m, WDL]), dev);
+    let mask = Tensor::<2>::from_data(TensorData::new(part.full, [m, 1]), dev);
+
+    let out = net.forward(x);
+    let log_policy = log_softmax(out.policy, 1);
+    let log_wdl = log_softmax(out.wdl, 1);
+    let policy_ce = ((target_policy * log_policy.clone()).sum_dim(1) * mask).sum().neg();
+    let value_ce = (target_wdl.clone() * log_wdl.clone()).sum().neg();
+    let loss =
+        policy_ce.clone().mul_scalar(policy_scale) + value_ce.clone().mul_scalar(value_scale);
+    let grads = GradientsParams::from_grads(loss.backward(), net);
+
+    let log_policy = log_policy.inner();
+    let entropy = (log_policy.clone().exp() * log_policy).sum().neg();
+    let hits = log_wdl.inner().argmax(1).equal(target_wdl.inner().argmax(1)).float().sum();
+    (grads, [policy_ce.inner(), value_ce.inner(), entropy, hits])
+}
+
 /// Adds the gradients of `other` into `acc`.
 struct AddGrads<'a> {
     acc: &'a mut GradientsParams,
@@ -329,8 +372,8 @@ impl RngState {
 }
 
 impl Trainer {
-    /// A trainer with a freshly initialised network. The device is made an autodiff device if
-    /// it is not one; `seed` seeds the weights (through the device) and the augmentation RNG.
+    /// A trainer with a freshly initialised network ([`Net::seeded`]). The device is made an
+    /// autodiff device if it is not one; `seed` seeds the weights and the augmentation RNG.
     ///
     /// # Errors
     /// A [`ConfigError`] if either configuration is invalid.
@@ -342,8 +385,7 @@ impl Trainer {
     ) -> Result<Trainer, ConfigError> {
         net_config.validate()?;
         let device = autodiff(device);
-        device.seed(seed);
-        let net = Net::new(net_config, &device);
+        let net = Net::seeded(net_config, &device, seed);
         Trainer::from_net(net, config, &device, seed)
     }
 
@@ -397,7 +439,9 @@ impl Trainer {
         Ok(())
     }
 
-    /// The network being trained (on the autodiff device).
+    /// The network being trained (on the autodiff device). Its batch-norm running statistics
+    /// may lag one update behind (burn applies an update lazily); `Module::valid`,
+    /// [`InferenceNet::from_net`] and the checkpoint functions apply it.
     pub fn net(&self) -> &Net {
         self.net.as_ref().expect("the trainer always holds its network between steps")
     }
@@ -496,71 +540,61 @@ impl Trainer {
         let value_scale = self.config.value_weight / n as f64;
 
         let net = self.net.take().expect("the trainer always holds its network between steps");
-        let mut grads: Option<GradientsParams> = None;
-        // Sums over the batch, on the plain device: policy CE (full searches), WDL CE,
-        // policy entropy, correct WDL predictions.
-        let mut sums: Option<[Tensor<1>; 4]> = None;
-        let (mut planes, mut policy) = (Some(planes), Some(policy));
-        for start in (0..n).step_by(micro) {
-            let m = micro.min(n - start);
-            // The whole batch moves into its tensors; a micro-batch is copied out.
-            let take = |v: &mut Option<Vec<f32>>, width: usize| match v.take() {
-                Some(all) if m == n => all,
-                Some(all) => {
-                    let part = all[start * width..(start + m) * width].to_vec();
-                    *v = Some(all);
-                    part
-                }
-                None => unreachable!("the buffers are only taken whole for a single pass"),
-            };
-            let x = Tensor::<4>::from_data(
-                TensorData::new(
-                    take(&mut planes, INPUT_SIZE),
-                    [m, PLANES, PLANE_RANKS, PLANE_FILES],
-                ),
-                dev,
-            );
-            let target_policy = Tensor::<2>::from_data(
-                TensorData::new(take(&mut policy, POLICY_SIZE), [m, POLICY_SIZE]),
-                dev,
-            );
-            let wdl = batch.wdl[start * WDL..(start + m) * WDL].to_vec();
-            let target_wdl = Tensor::<2>::from_data(TensorData::new(wdl, [m, WDL]), dev);
-            let full = batch.full[start..start + m].to_vec();
-            let mask = Tensor::<2>::from_data(TensorData::new(full, [m, 1]), dev);
-
-            let out = net.forward(x);
-            let log_policy = log_softmax(out.policy, 1);
-            let log_wdl = log_softmax(out.wdl, 1);
-            let policy_ce = ((target_policy * log_policy.clone()).sum_dim(1) * mask).sum().neg();
-            let value_ce = (target_wdl.clone() * log_wdl.clone()).sum().neg();
-            let loss = policy_ce.clone().mul_scalar(policy_scale)
-                + value_ce.clone().mul_scalar(value_scale);
-            let g = GradientsParams::from_grads(loss.backward(), &net);
-            grads = Some(match grads {
-                None => g,
-                Some(mut acc) => {
-                    net.visit(&mut AddGrads { acc: &mut acc, other: g });
-                    acc
-                }
-            });
-
-            let log_policy = log_policy.inner();
-            let entropy = (log_policy.clone().exp() * log_policy).sum().neg();
-            let hits = log_wdl.inner().argmax(1).equal(target_wdl.inner().argmax(1)).float().sum();
-            let part = [policy_ce.inner(), value_ce.inner(), entropy, hits];
-            sums = Some(match sums {
-                None => part,
-                Some(acc) => {
-                    let [a, b, c, d] = acc;
-                    let [e, f, g, h] = part;
-                    [a + e, b + f, c + g, d + h]
-                }
-            });
-        }
-        let mut grads = grads.expect("a non-empty batch has at least one micro-batch");
-        let [policy_sum, value_sum, entropy_sum, hits_sum] =
-            sums.expect("a non-empty batch has at least one micro-batch");
+        let scales = (policy_scale, value_scale);
+        let (mut grads, [policy_sum, value_sum, entropy_sum, hits_sum]) = if micro >= n {
+            let part = Part { planes, policy, wdl: batch.wdl.clone(), full: batch.full.clone() };
+            pass(&net, part, scales, dev)
+        } else {
+            // Each micro-batch on its own copy of the network (same parameter ids, its own
+            // autodiff graph and batch-norm running state), in parallel.
+            let parts: Vec<(Net, Part)> = (0..n)
+                .step_by(micro)
+                .map(|start| {
+                    let end = (start + micro).min(n);
+                    let part = Part {
+                        planes: planes[start * INPUT_SIZE..end * INPUT_SIZE].to_vec(),
+                        policy: policy[start * POLICY_SIZE..end * POLICY_SIZE].to_vec(),
+                        wdl: batch.wdl[start * WDL..end * WDL].to_vec(),
+                        full: batch.full[start..end].to_vec(),
+                    };
+                    (net.valid().train(), part)
+                })
+                .collect();
+            let results: Vec<(Net, GradientsParams, [Tensor<1>; 4])> = parts
+                .into_par_iter()
+                .map(|(copy, part)| {
+                    let (g, s) = pass(&copy, part, scales, dev);
+                    (copy, g, s)
+                })
+                .collect();
+            // The running statistics move once, towards the mean of the micro-batches' own.
+            let copies: Vec<Vec<&BatchNorm>> = results.iter().map(|r| r.0.batch_norms()).collect();
+            for (j, bn) in net.batch_norms().into_iter().enumerate() {
+                // Plain tensors (`valid`), averaged, and wrapped for the autodiff device again.
+                let stats = |f: fn(&BatchNorm) -> Tensor<1>| {
+                    let all: Vec<Tensor<1>> = copies.iter().map(|c| f(c[j])).collect();
+                    Tensor::from_inner(
+                        Tensor::stack::<2>(all, 0).mean_dim(0).reshape([bn.gamma.dims()[0]]),
+                    )
+                };
+                bn.running_mean.update(stats(|b| b.valid().running_mean.value()));
+                bn.running_var.update(stats(|b| b.valid().running_var.value()));
+            }
+            drop(copies);
+            let mut acc: Option<(GradientsParams, [Tensor<1>; 4])> = None;
+            for (_, g, part) in results {
+                acc = Some(match acc {
+                    None => (g, part),
+                    Some((mut grads, sums)) => {
+                        net.visit(&mut AddGrads { acc: &mut grads, other: g });
+                        let [a, b, c, d] = sums;
+                        let [e, f, g, h] = part;
+                        (grads, [a + e, b + f, c + g, d + h])
+                    }
+                });
+            }
+            acc.expect("a non-empty batch has at least one micro-batch")
+        };
 
         // Everything reported, computed before the step and read back in one transfer.
         let mut grad_squares = GradSquares { grads: &grads, sums: Vec::new() };

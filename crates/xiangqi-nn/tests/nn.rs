@@ -132,10 +132,32 @@ fn micro_batches_sum_their_gradients() {
     assert_eq!(whole, same);
     assert_eq!(whole_out, same_out);
     // Smaller passes: the same samples are counted once each.
-    let (parts, _) = step(3);
+    let (parts, parts_out) = step(3);
     assert_eq!((parts.samples, parts.full_searches), (8, whole.full_searches));
     assert!((parts.loss - (parts.policy_loss + parts.value_loss)).abs() < 1e-4);
     assert!(parts.grad_norm.is_finite() && parts.grad_norm > 0.0);
+    // Switching between micro-batches and whole batches keeps training.
+    let mut t = Trainer::new(
+        &NetConfig::tiny(),
+        &TrainConfig { micro_batch: 3, ..no_warmup() },
+        &cpu_device(),
+        9,
+    )
+    .unwrap();
+    t.step(&b).unwrap();
+    t.set_config(&no_warmup()).unwrap();
+    t.step(&b).unwrap();
+    t.set_config(&TrainConfig { micro_batch: 3, ..no_warmup() }).unwrap();
+    assert!(t.step(&b).unwrap().loss.is_finite());
+    // They run in parallel, and the result (batch-norm statistics included) does not depend on
+    // the number of threads.
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let (m, out) = pool.install(|| step(3));
+        assert!((m.loss - parts.loss).abs() < 1e-5, "{threads} threads: {m:?} vs {parts:?}");
+        assert!(max_abs_diff(&out.policy, &parts_out.policy) < 1e-5, "{threads} threads");
+        assert!(max_abs_diff(&out.wdl, &parts_out.wdl) < 1e-5, "{threads} threads");
+    }
 }
 
 #[test]
