@@ -18,17 +18,10 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
-/// A setting with a bad value: which key and why.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("{key}: {reason}")]
-pub struct ConfigError {
-    /// The key, with its section: `network.blocks`.
-    pub key: &'static str,
-    /// What is wrong with its value.
-    pub reason: String,
-}
+/// A setting with a bad value: which key (with its section, `network.blocks`) and why. The
+/// same type as the search crate's, so that every section of a config reports alike.
+pub use xiangqi_search::ConfigError;
 
 fn check(ok: bool, key: &'static str, reason: impl fmt::Display) -> Result<(), ConfigError> {
     if ok { Ok(()) } else { Err(ConfigError { key, reason: reason.to_string() }) }

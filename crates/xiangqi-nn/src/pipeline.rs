@@ -229,12 +229,6 @@ pub enum PipelineError {
     RunExists(PathBuf),
 }
 
-impl From<xiangqi_search::ConfigError> for PipelineError {
-    fn from(e: xiangqi_search::ConfigError) -> PipelineError {
-        PipelineError::Config(ConfigError { key: e.key, reason: e.reason })
-    }
-}
-
 /// What one self-play phase produced.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SelfPlayReport {
