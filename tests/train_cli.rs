@@ -103,8 +103,49 @@ fn a_tiny_run_writes_shards_checkpoints_events_and_resumes() {
     assert!(o.status.success(), "{}", stderr(&o));
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(table.contains("ckpt-000003") && table.contains("random"), "{table}");
+
+    // Exported from the run directory (its newest checkpoint), the net plays the same moves in
+    // the same arena, and the export is what the engine loads.
+    let export = dir.join("export");
+    let export_arg = export.to_str().unwrap();
+    let o = xqz()
+        .args(["export", "--checkpoint", dir.to_str().unwrap(), "--out", export_arg])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(report.contains("ckpt-000003") && report.contains("model.safetensors"), "{report}");
+    for file in ["manifest.toml", "model.bpk", "model.safetensors", "model.json"] {
+        assert!(export.join(file).is_file(), "{file} missing");
+    }
+    let pgn = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let arena = |player: &str, pgn: &str| {
+        let o = xqz()
+            .args(["arena", "--a", player, "--b", "random", "--games", "2", "--sims", "8"])
+            .args(["--pgn", pgn])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        fs::read_to_string(pgn).unwrap()
+    };
+    let moves = |pgn: String| -> Vec<String> {
+        pgn.lines().filter(|l| !l.starts_with('[')).map(str::to_string).collect()
+    };
+    assert_eq!(moves(arena(ckpt_arg, &pgn("a.pgn"))), moves(arena(export_arg, &pgn("b.pgn"))));
+    // Refusals: the checkpoint itself, a directory with other files.
+    let o = xqz().args(["export", "--checkpoint", ckpt_arg, "--out", ckpt_arg]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("the checkpoint itself"), "{}", stderr(&o));
+    let o = xqz()
+        .args(["export", "--checkpoint", ckpt_arg, "--out", dir.join("shards").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("neither empty nor an earlier export"), "{}", stderr(&o));
+    assert_eq!(fs::read_dir(dir.join("shards")).unwrap().count(), 3, "shards untouched");
+
     let mut engine = xqz()
-        .args(["uci", "--net", ckpt_arg])
+        .args(["uci", "--net", export_arg])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -128,6 +169,20 @@ fn a_tiny_run_writes_shards_checkpoints_events_and_resumes() {
     let mut game = xiangqi::Game::new(pos, xiangqi::RuleSet::Asian);
     game.play(game.position().parse_uci("h2e2").unwrap()).unwrap();
     assert!(game.position().parse_uci(mv).is_ok(), "illegal bestmove {mv}: {text}");
+
+    // A GUI that cannot pass arguments sets the network through the NetPath option.
+    let mut engine = xqz().arg("uci").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    {
+        use std::io::Write as _;
+        let stdin = engine.stdin.as_mut().unwrap();
+        writeln!(stdin, "uci\nsetoption name NetPath value {export_arg}").unwrap();
+        writeln!(stdin, "setoption name NetPath value {}", dir.join("nothing").display()).unwrap();
+        writeln!(stdin, "isready\nquit").unwrap();
+    }
+    let out = engine.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("info string network loaded from {export_arg}")), "{text}");
+    assert!(text.contains("keeping the current network") && text.contains("readyok"), "{text}");
     let _ = fs::remove_dir_all(&dir);
 }
 

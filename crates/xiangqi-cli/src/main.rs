@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod arena;
 mod config;
 mod engine;
+mod export;
 mod net;
 mod outcome;
 mod perft;
@@ -40,6 +41,8 @@ enum Command {
     Arena(arena::Args),
     /// Speak UCI (and UCCI) on standard input and output, for GUIs and match tools.
     Uci(uci::Args),
+    /// Export a checkpoint as a self-contained net, with safetensors and a JSON description.
+    Export(export::Args),
 }
 
 /// Exit status for bad input (an illegal move, a malformed FEN, ...).
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Selfplay(args) => selfplay::run(&args),
         Command::Arena(args) => arena::run(&args),
         Command::Uci(args) => uci::run(&args),
+        Command::Export(args) => export::run(&args),
     };
     match result {
         Ok(code) => code,

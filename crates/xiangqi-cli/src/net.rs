@@ -1,16 +1,44 @@
-//! Loading a network for play (`xqz uci --net`, arena players): a checkpoint directory of
-//! `xqz train` (`runs/NAME/checkpoints/ckpt-NNNNNN`), evaluated on the CPU backend.
+//! Loading a network for play (`xqz uci --net`, arena players, `xqz export`): a checkpoint
+//! directory of `xqz train` (`runs/NAME/checkpoints/ckpt-NNNNNN`), an export of `xqz export`, or
+//! a run directory (its newest checkpoint), evaluated on the CPU backend.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use xiangqi::Game;
 use xiangqi_nn::{InferenceNet, NnError, NnEvaluator, checkpoint, cpu_device};
 use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator, UniformEvaluator};
 
-/// Loads the network of a checkpoint directory as an evaluator.
+/// The checkpoint a path names: the directory itself if it holds a manifest (a checkpoint or an
+/// export), else the newest checkpoint of the run directory it is.
+///
+/// # Errors
+/// When `path` is neither, or the run has no checkpoint yet.
+pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
+    if path.join(checkpoint::MANIFEST).is_file() {
+        return Ok(path.to_path_buf());
+    }
+    let dir = path.join("checkpoints");
+    if dir.is_dir() {
+        let all = xiangqi_nn::pipeline::list_checkpoints(&dir)
+            .with_context(|| format!("cannot list the checkpoints in '{}'", dir.display()))?;
+        return match all.last() {
+            Some((_, newest)) => Ok(newest.clone()),
+            None => anyhow::bail!("the run '{}' has no checkpoint yet", path.display()),
+        };
+    }
+    anyhow::bail!(
+        "'{}' is not a network: expected a checkpoint or export directory (with {}) or a run \
+         directory (with checkpoints/)",
+        path.display(),
+        checkpoint::MANIFEST
+    )
+}
+
+/// Loads the network of a checkpoint, export or run directory ([`resolve`]) as an evaluator.
 pub fn load(path: &Path) -> anyhow::Result<NnEvaluator> {
     let device = cpu_device();
+    let path = &resolve(path)?;
     let (net, _) = checkpoint::load_net(path, None, &device)
         .with_context(|| format!("cannot load the network '{}'", path.display()))?;
     let net = InferenceNet::from_net(&net, &device)

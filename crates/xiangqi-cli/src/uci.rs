@@ -20,9 +20,10 @@
 //! Options (UCI names; UCCI takes them in lower case, and `hashsize` for `Hash`):
 //! `Threads` (spin 1–256, accepted for GUIs, the search runs on one thread), `Hash` (spin, MB:
 //! the most memory the search tree may take), `MultiPV` (spin 1–128), `Simulations` (spin, the
-//! budget of a `go` without limits, default 800), `NetPath` (string; the network is chosen at
-//! startup with `--net`, and setting it is answered with an `info string` saying so), `Rules` (combo `asian`/`simple`), and in UCCI `usemillisec` (check: clock values in
-//! milliseconds instead of seconds).
+//! budget of a `go` without limits, default 800), `NetPath` (string: a checkpoint, export or run
+//! directory; setting it loads that network, or explains in an `info string` why not and keeps
+//! the current one; `--net` gives the one to start with), `Rules` (combo `asian`/`simple`), and
+//! in UCCI `usemillisec` (check: clock values in milliseconds instead of seconds).
 //!
 //! Robustness: an unknown command or option, a bad option value, an illegal move or a
 //! malformed FEN is answered by `info string ...`; the engine keeps a defined state (for a bad
@@ -44,9 +45,12 @@ use xiangqi_search::Evaluator;
 
 use crate::uci_search::{self, Controls, Job};
 
-/// The message for any attempt to play with a network before the network crate exists.
+/// The message for `NetPath` when the engine has no way to load a network.
 pub const NET_UNAVAILABLE: &str =
-    "the network is chosen at startup: start the engine as `xqz uci --net CHECKPOINT_DIR`";
+    "this engine cannot load networks: start it as `xqz uci --net CHECKPOINT_DIR`";
+
+/// Loads the evaluator for a `NetPath` value, or says why it cannot.
+pub type NetLoader<E> = Box<dyn Fn(&str) -> Result<E, String> + Send>;
 
 /// Longest input line accepted.
 const MAX_LINE: usize = 1 << 20;
@@ -131,6 +135,7 @@ pub struct Engine<E: Evaluator<Game> + Send + 'static> {
     game: Game,
     banned: Vec<Move>,
     evaluator: Arc<Mutex<E>>,
+    net_loader: Option<NetLoader<E>>,
     running: Option<Running>,
 }
 
@@ -197,8 +202,15 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
             options,
             banned: Vec::new(),
             evaluator: Arc::new(Mutex::new(evaluator)),
+            net_loader: None,
             running: None,
         }
+    }
+
+    /// Lets `setoption name NetPath value DIR` replace the network with `loader(DIR)`.
+    pub fn with_net_loader(mut self, loader: NetLoader<E>) -> Engine<E> {
+        self.net_loader = Some(loader);
+        self
     }
 
     fn info(&self, text: &str) {
@@ -335,11 +347,31 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                 spin(uci_search::MAX_SIMULATIONS).map(|v| self.options.simulations = v)
             }
             "netpath" => {
-                self.options.net_path = value.clone();
-                if value.trim().is_empty() || value.trim() == "<empty>" {
+                let path = value.trim();
+                if path.is_empty() || path == "<empty>" {
                     Ok(())
-                } else {
+                } else if self.net_loader.is_none() {
                     Err(format!("{NET_UNAVAILABLE}; searching with the current evaluator"))
+                } else {
+                    // A GUI sets options while the engine is idle; finish any search first so
+                    // that the network is not swapped under it.
+                    self.stop_search();
+                    let loaded = self.net_loader.as_ref().map(|load| load(path));
+                    match loaded {
+                        Some(Ok(evaluator)) => {
+                            match self.evaluator.lock() {
+                                Ok(mut e) => *e = evaluator,
+                                Err(poisoned) => *poisoned.into_inner() = evaluator,
+                            }
+                            self.options.net_path = path.to_string();
+                            self.info(&format!("network loaded from {path}"));
+                            Ok(())
+                        }
+                        Some(Err(e)) => {
+                            Err(format!("option NetPath: {e}; keeping the current network"))
+                        }
+                        None => Ok(()),
+                    }
                 }
             }
             "rules" => match value.trim().to_ascii_lowercase().parse::<RuleSet>() {
@@ -735,7 +767,12 @@ pub fn serve<E: Evaluator<Game> + Send + 'static>(
 /// A `--net` that cannot be loaded (with the reason), and I/O errors on standard input.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let evaluator = crate::net::AnyEvaluator::load_optional(args.net.as_deref())?;
-    let mut engine = Engine::new(evaluator, Output::new(Box::new(io::stdout())));
+    let loader: NetLoader<crate::net::AnyEvaluator> = Box::new(|path: &str| {
+        crate::net::AnyEvaluator::load_optional(Some(std::path::Path::new(path)))
+            .map_err(|e| format!("{e:#}"))
+    });
+    let mut engine =
+        Engine::new(evaluator, Output::new(Box::new(io::stdout()))).with_net_loader(loader);
     let stdin = io::stdin();
     let mut input = stdin.lock();
     serve(&mut engine, &mut input)?;

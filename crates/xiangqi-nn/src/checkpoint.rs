@@ -253,7 +253,7 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    fn new(network: &NetConfig) -> Manifest {
+    pub(crate) fn new(network: &NetConfig) -> Manifest {
         Manifest {
             format_version: FORMAT_VERSION,
             encoding_version: ENCODING_VERSION,
@@ -308,7 +308,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Writes `files` and the manifest into a temporary sibling of `dir` and renames it to `dir`,
 /// replacing an existing checkpoint there.
-fn write_atomically(
+pub(crate) fn write_atomically(
     dir: &Path,
     mut manifest: Manifest,
     files: &[(&str, &[u8])],
@@ -362,7 +362,7 @@ fn write_atomically(
     result
 }
 
-fn model_bytes(net: &Net) -> Result<Bytes, CheckpointError> {
+pub(crate) fn model_bytes(net: &Net) -> Result<Bytes, CheckpointError> {
     // `valid` applies the batch-norm statistics' pending update first (see `InferenceNet`).
     net.valid()
         .into_record()
@@ -481,7 +481,11 @@ pub fn read_manifest(
 }
 
 /// Reads a file the manifest lists and checks its size and checksum.
-fn read_checked(dir: &Path, manifest: &Manifest, name: &str) -> Result<Vec<u8>, CheckpointError> {
+pub(crate) fn read_checked(
+    dir: &Path,
+    manifest: &Manifest,
+    name: &str,
+) -> Result<Vec<u8>, CheckpointError> {
     let path = dir.join(name);
     let entry = manifest.files.iter().find(|f| f.name == name).ok_or_else(|| {
         CheckpointError::BadManifest {

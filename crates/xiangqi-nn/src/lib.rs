@@ -47,6 +47,7 @@
 pub mod checkpoint;
 pub mod config;
 pub mod error;
+pub mod export;
 pub mod infer;
 pub mod model;
 pub mod pipeline;

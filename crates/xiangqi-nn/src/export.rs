@@ -1,0 +1,404 @@
+//! Exported nets: one directory that plays on another machine and loads in other frameworks.
+//!
+//! ```text
+//! <export>/
+//!   manifest.toml      a weights-only checkpoint manifest (network config, encoding version,
+//!                      step and sample counters of the source, sizes and checksums of the files)
+//!   model.bpk          the weights for xiangqi-zero (`xqz uci --net <export>`, `xqz arena`)
+//!   model.safetensors  the same weights in PyTorch's layouts, float32, little-endian
+//!   model.json         the architecture, the tensor names and shapes, the input planes and the
+//!                      policy index → move table: what another framework needs to run the net
+//! ```
+//!
+//! The directory is a weights-only checkpoint ([`crate::checkpoint::load_net`] and
+//! [`crate::checkpoint::verify`] accept it, and the manifest checksums all three data files), and
+//! it is written like one: into a temporary sibling, synced, then renamed into place.
+//!
+//! # Tensor names and layouts
+//! Names follow the fields of [`Net`], dot-separated as PyTorch's `state_dict` does, so that a
+//! PyTorch module with the same attribute names loads them with `load_state_dict`:
+//!
+//! | tensor | shape | meaning |
+//! |---|---|---|
+//! | `<conv>.conv.weight` | `[out, in, k, k]` | convolution without bias (`nn.Conv2d(bias=False)`, padding `k / 2`) |
+//! | `<conv>.bn.weight`, `.bias`, `.running_mean`, `.running_var` | `[out]` | batch normalisation: γ, β, μ, σ² (`nn.BatchNorm2d`, ε in `model.json`) |
+//! | `<linear>.weight` | `[out, in]` | `nn.Linear` layout (transposed from burn's `[in, out]`) |
+//! | `<linear>.bias` | `[out]` | |
+//!
+//! where `<conv>` is `input`, `tower.<i>.conv1`, `tower.<i>.conv2`, `tower.<i>.pool.conv`,
+//! `policy_conv` or `value_conv`, and `<linear>` is `tower.<i>.pool.fc`, `tower.<i>.se.fc1`,
+//! `tower.<i>.se.fc2`, `policy_fc`, `value_fc1` or `value_fc2`. The forward pass is the one in
+//! [`crate::model`]'s documentation; the flattening before `policy_fc` and `value_fc1` is
+//! PyTorch's `x.flatten(1)` of `[B, C, 10, 9]` (channel-major).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::Path;
+
+use burn::module::{Module, Param, RunningState};
+use burn::nn::Linear;
+use burn::nn::conv::Conv2d;
+use burn::tensor::{Device, Tensor, TensorData};
+use safetensors::{Dtype, SafeTensors};
+use serde_json::json;
+use xiangqi::Color;
+use xiangqi::env::{
+    CLOCK_PLANE, CLOCK_SCALE, ENCODING_VERSION, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SIZE,
+    REPETITION_PLANE, index_to_move,
+};
+
+use crate::checkpoint::{self, CheckpointError, MANIFEST, MODEL_FILE, Manifest};
+use crate::infer::to_vec;
+use crate::model::{ConvBn, Net};
+
+/// The safetensors file of an export.
+pub const SAFETENSORS_FILE: &str = "model.safetensors";
+/// The JSON description of an export.
+pub const DESCRIPTION_FILE: &str = "model.json";
+/// Version of the export's JSON description and tensor naming.
+pub const EXPORT_VERSION: u32 = 1;
+
+/// What [`export_net`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportSummary {
+    /// Every file of the export with its size in bytes, the manifest included.
+    pub files: Vec<(String, u64)>,
+    /// Number of tensors in the safetensors file.
+    pub tensors: usize,
+    /// Number of trainable parameters (batch-norm running statistics excluded).
+    pub parameters: usize,
+}
+
+impl ExportSummary {
+    /// Total size of the export in bytes.
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|(_, size)| size).sum()
+    }
+}
+
+/// One tensor of the net, as the visitor sees it.
+enum Slot<'a> {
+    Vector(&'a mut Param<Tensor<1>>),
+    Running(&'a mut RunningState<Tensor<1>>),
+    /// A linear layer's weight, burn's `[in, out]`, exported as `[out, in]`.
+    LinearWeight(&'a mut Param<Tensor<2>>),
+    ConvWeight(&'a mut Param<Tensor<4>>),
+}
+
+type Visitor<'v> = dyn FnMut(String, Slot<'_>) -> Result<(), String> + 'v;
+
+fn visit_conv(prefix: &str, c: &mut Conv2d, f: &mut Visitor<'_>) -> Result<(), String> {
+    f(format!("{prefix}.weight"), Slot::ConvWeight(&mut c.weight))?;
+    if let Some(b) = &mut c.bias {
+        f(format!("{prefix}.bias"), Slot::Vector(b))?;
+    }
+    Ok(())
+}
+
+fn visit_conv_bn(prefix: &str, cb: &mut ConvBn, f: &mut Visitor<'_>) -> Result<(), String> {
+    visit_conv(&format!("{prefix}.conv"), &mut cb.conv, f)?;
+    f(format!("{prefix}.bn.weight"), Slot::Vector(&mut cb.bn.gamma))?;
+    f(format!("{prefix}.bn.bias"), Slot::Vector(&mut cb.bn.beta))?;
+    f(format!("{prefix}.bn.running_mean"), Slot::Running(&mut cb.bn.running_mean))?;
+    f(format!("{prefix}.bn.running_var"), Slot::Running(&mut cb.bn.running_var))
+}
+
+fn visit_linear(prefix: &str, l: &mut Linear, f: &mut Visitor<'_>) -> Result<(), String> {
+    f(format!("{prefix}.weight"), Slot::LinearWeight(&mut l.weight))?;
+    if let Some(b) = &mut l.bias {
+        f(format!("{prefix}.bias"), Slot::Vector(b))?;
+    }
+    Ok(())
+}
+
+/// Calls `f` on every tensor of `net`, in a fixed order, with its export name.
+fn visit(net: &mut Net, f: &mut Visitor<'_>) -> Result<(), String> {
+    visit_conv_bn("input", &mut net.input, f)?;
+    for (i, b) in net.tower.iter_mut().enumerate() {
+        visit_conv_bn(&format!("tower.{i}.conv1"), &mut b.conv1, f)?;
+        if let Some(p) = &mut b.pool {
+            visit_conv_bn(&format!("tower.{i}.pool.conv"), &mut p.conv, f)?;
+            visit_linear(&format!("tower.{i}.pool.fc"), &mut p.fc, f)?;
+        }
+        visit_conv_bn(&format!("tower.{i}.conv2"), &mut b.conv2, f)?;
+        if let Some(se) = &mut b.se {
+            visit_linear(&format!("tower.{i}.se.fc1"), &mut se.fc1, f)?;
+            visit_linear(&format!("tower.{i}.se.fc2"), &mut se.fc2, f)?;
+        }
+    }
+    visit_conv_bn("policy_conv", &mut net.policy_conv, f)?;
+    visit_linear("policy_fc", &mut net.policy_fc, f)?;
+    visit_conv_bn("value_conv", &mut net.value_conv, f)?;
+    visit_linear("value_fc1", &mut net.value_fc1, f)?;
+    visit_linear("value_fc2", &mut net.value_fc2, f)
+}
+
+/// A tensor in the export's layout: name, shape, row-major values.
+struct HostTensor {
+    name: String,
+    shape: Vec<usize>,
+    values: Vec<f32>,
+    trainable: bool,
+}
+
+/// `[rows, cols]` row-major → `[cols, rows]` row-major.
+fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; values.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = values[r * cols + c];
+        }
+    }
+    out
+}
+
+fn host_tensors(net: &Net) -> Result<Vec<HostTensor>, String> {
+    let mut net = net.valid();
+    let mut out = Vec::new();
+    visit(&mut net, &mut |name, slot| {
+        let read = |r: Result<Vec<f32>, crate::NnError>| r.map_err(|e| format!("{name}: {e}"));
+        let (shape, values, trainable) = match slot {
+            Slot::Vector(p) => (p.val().dims().to_vec(), read(to_vec(p.val()))?, true),
+            Slot::Running(r) => (r.value().dims().to_vec(), read(to_vec(r.value()))?, false),
+            Slot::ConvWeight(p) => (p.val().dims().to_vec(), read(to_vec(p.val()))?, true),
+            Slot::LinearWeight(p) => {
+                let [inputs, outputs] = p.val().dims();
+                let values = read(to_vec(p.val()))?;
+                (vec![outputs, inputs], transpose(&values, inputs, outputs), true)
+            }
+        };
+        out.push(HostTensor { name, shape, values, trainable });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+fn serialize_err(what: &'static str) -> impl FnOnce(String) -> CheckpointError {
+    move |reason| CheckpointError::Serialize { what, reason }
+}
+
+fn safetensors_bytes(tensors: &[HostTensor], config: &str) -> Result<Vec<u8>, CheckpointError> {
+    let bytes: Vec<Vec<u8>> =
+        tensors.iter().map(|t| t.values.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
+    let views = tensors
+        .iter()
+        .zip(&bytes)
+        .map(|(t, b)| {
+            safetensors::tensor::TensorView::new(Dtype::F32, t.shape.clone(), b)
+                .map(|v| (t.name.clone(), v))
+                .map_err(|e| format!("{}: {e}", t.name))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(serialize_err("the safetensors file"))?;
+    let metadata = HashMap::from([
+        ("format".to_string(), "xiangqi-zero".to_string()),
+        ("export_version".to_string(), EXPORT_VERSION.to_string()),
+        ("encoding_version".to_string(), ENCODING_VERSION.to_string()),
+        ("network".to_string(), config.to_string()),
+    ]);
+    safetensors::tensor::serialize(views, &Some(metadata)).map_err(|e| CheckpointError::Serialize {
+        what: "the safetensors file",
+        reason: e.to_string(),
+    })
+}
+
+/// The 16 input planes, in order, as the JSON description lists them.
+fn plane_descriptions() -> Vec<String> {
+    let kinds = ["general", "advisor", "elephant", "horse", "chariot", "cannon", "soldier"];
+    let mut out: Vec<String> = Vec::with_capacity(PLANES);
+    for side in ["side to move", "opponent"] {
+        for kind in kinds {
+            out.push(format!("{side}: {kind} (1.0 where one stands)"));
+        }
+    }
+    debug_assert_eq!(out.len(), REPETITION_PLANE);
+    out.push("1.0 everywhere if the position occurred before in the game, else 0.0".to_string());
+    debug_assert_eq!(out.len(), CLOCK_PLANE);
+    out.push(format!("plies since the last capture / {CLOCK_SCALE}, capped at 1.0, everywhere"));
+    out
+}
+
+fn description(
+    net: &Net,
+    tensors: &[HostTensor],
+    source: &Manifest,
+) -> Result<Vec<u8>, CheckpointError> {
+    let moves: Vec<String> = (0..POLICY_SIZE)
+        .map(|i| index_to_move(i, Color::Red).map(|m| m.to_string()).unwrap_or_default())
+        .collect();
+    let epsilon = net.input.bn.epsilon;
+    let shapes: BTreeMap<&str, &[usize]> =
+        tensors.iter().map(|t| (t.name.as_str(), t.shape.as_slice())).collect();
+    let order: Vec<&str> = tensors.iter().map(|t| t.name.as_str()).collect();
+    let doc = json!({
+        "format": "xiangqi-zero network export",
+        "export_version": EXPORT_VERSION,
+        "encoding_version": ENCODING_VERSION,
+        "source": { "step": source.step, "samples": source.samples },
+        "network": net.config(),
+        "batch_norm_epsilon": epsilon,
+        "dtype": "float32",
+        "layouts": {
+            "conv.weight": "[out, in, k, k], no bias, padding k / 2 (PyTorch nn.Conv2d)",
+            "bn": "weight = gamma, bias = beta, running_mean, running_var (PyTorch nn.BatchNorm2d, eval mode)",
+            "linear.weight": "[out, in] (PyTorch nn.Linear)",
+            "flatten": "[B, C, 10, 9] -> [B, C * 90], channel-major (torch.flatten(x, 1))",
+        },
+        "forward": [
+            "x = relu(bn(conv3x3(planes)))                       # input",
+            "for each block: y = relu(conv1(x)); [pool: y += pool.fc(mean||max over board of relu(pool.conv(x)))];",
+            "                z = conv2(y); [se: g,b = se.fc2(relu(se.fc1(mean of z))); z = sigmoid(g) * z + b]; x = relu(x + z)",
+            "policy_logits = policy_fc(flatten(relu(policy_conv(x))))   # [B, 2166]",
+            "wdl_logits = value_fc2(relu(value_fc1(flatten(relu(value_conv(x))))))   # [B, 3]",
+        ],
+        "input": {
+            "shape": ["batch", PLANES, PLANE_RANKS, PLANE_FILES],
+            "perspective": "the side to move plays up the board: for Black every square is flipped, rank r -> 9 - r, file unchanged; rank 0 is the mover's home rank, file 0 is file a",
+            "planes": plane_descriptions(),
+        },
+        "policy": {
+            "shape": ["batch", POLICY_SIZE],
+            "meaning": "logits over moves in the mover's view; mask illegal moves, then softmax",
+            "moves": moves,
+            "moves_notation": "UCI as Pikafish writes it (files a-i, ranks 0-9) from Red's side; for Black flip both ranks (r -> 9 - r) to get the real move",
+        },
+        "value": {
+            "shape": ["batch", 3],
+            "meaning": "logits of win, draw, loss for the side to move; value = P(win) - P(loss) in [-1, 1]",
+        },
+        "tensor_order": order,
+        "tensors": shapes,
+    });
+    serde_json::to_vec_pretty(&doc)
+        .map_err(|e| CheckpointError::Serialize { what: "model.json", reason: e.to_string() })
+}
+
+/// Exports `net` into the directory `out`: weights for xiangqi-zero, safetensors and a JSON
+/// description (see the [module documentation](self)). `source` is the manifest of the
+/// checkpoint the net comes from; its step and sample counters are kept.
+///
+/// `out` must not exist, be an empty directory, or hold an earlier export or checkpoint (which
+/// is replaced); anything else is refused so that no unrelated directory is overwritten.
+///
+/// # Errors
+/// [`CheckpointError::Io`] when `out` cannot be written or holds other files,
+/// [`CheckpointError::Serialize`] when a tensor cannot be read back or encoded.
+pub fn export_net(
+    net: &Net,
+    source: &Manifest,
+    out: &Path,
+) -> Result<ExportSummary, CheckpointError> {
+    if out.exists() {
+        let is_export = out.join(MANIFEST).is_file();
+        let is_empty = fs::read_dir(out).map(|mut d| d.next().is_none()).unwrap_or(false);
+        if !(is_export || is_empty) {
+            return Err(CheckpointError::Io {
+                path: out.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "exists and is neither empty nor an earlier export; choose another directory",
+                ),
+            });
+        }
+    }
+    let tensors = host_tensors(net).map_err(serialize_err("the weights"))?;
+    let config_toml = toml::to_string(net.config()).map_err(|e| CheckpointError::Serialize {
+        what: "the network config",
+        reason: e.to_string(),
+    })?;
+    let safetensors = safetensors_bytes(&tensors, &config_toml)?;
+    let json = description(net, &tensors, source)?;
+    let mut manifest = Manifest::new(net.config());
+    manifest.step = source.step;
+    manifest.samples = source.samples;
+    manifest.counters = source.counters.clone();
+    let model = checkpoint::model_bytes(net)?;
+    checkpoint::write_atomically(
+        out,
+        manifest,
+        &[(MODEL_FILE, &model), (SAFETENSORS_FILE, &safetensors), (DESCRIPTION_FILE, &json)],
+    )?;
+    let mut files = Vec::new();
+    for name in [MANIFEST, MODEL_FILE, SAFETENSORS_FILE, DESCRIPTION_FILE] {
+        let path = out.join(name);
+        let size =
+            fs::metadata(&path).map_err(|source| CheckpointError::Io { path, source })?.len();
+        files.push((name.to_string(), size));
+    }
+    let parameters = tensors.iter().filter(|t| t.trainable).map(|t| t.values.len()).sum::<usize>();
+    Ok(ExportSummary { files, tensors: tensors.len(), parameters })
+}
+
+/// Loads the network of an export from its safetensors file (the manifest gives the network
+/// config and the checksums): the way back from another framework, whose fine-tuned weights
+/// can be written over `model.safetensors` in the same names and layouts (then the manifest's
+/// checksum must be updated too, or [`CheckpointError::Corrupted`] refuses the file).
+///
+/// # Errors
+/// Every refusal of [`checkpoint::read_manifest`]; [`CheckpointError::MissingFile`],
+/// [`CheckpointError::WrongSize`] or [`CheckpointError::Corrupted`] for the safetensors file;
+/// [`CheckpointError::Load`] when it cannot be parsed, a tensor is missing, extra, not float32
+/// or of the wrong shape.
+pub fn load_safetensors(dir: &Path, device: &Device) -> Result<Net, CheckpointError> {
+    let manifest = checkpoint::read_manifest(dir, None)?;
+    let bytes = checkpoint::read_checked(dir, &manifest, SAFETENSORS_FILE)?;
+    let path = dir.join(SAFETENSORS_FILE);
+    let load_err = |reason: String| CheckpointError::Load { path: path.clone(), reason };
+    let file = SafeTensors::deserialize(&bytes).map_err(|e| load_err(e.to_string()))?;
+    let mut net = Net::new(&manifest.network, device);
+    let mut seen = 0usize;
+    visit(&mut net, &mut |name, slot| {
+        let view = file.tensor(&name).map_err(|_| format!("tensor {name} is missing"))?;
+        if view.dtype() != Dtype::F32 {
+            return Err(format!("tensor {name} is {:?}, not F32", view.dtype()));
+        }
+        let values: Vec<f32> = view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let shape = view.shape().to_vec();
+        let expect = |dims: &[usize]| {
+            if shape == dims {
+                Ok(())
+            } else {
+                Err(format!("tensor {name} has shape {shape:?}, expected {dims:?}"))
+            }
+        };
+        match slot {
+            Slot::Vector(p) => {
+                let dims = p.val().dims();
+                expect(&dims)?;
+                *p = Param::initialized(p.id, tensor(values, dims, device));
+            }
+            Slot::Running(r) => {
+                let dims = r.value().dims();
+                expect(&dims)?;
+                *r = RunningState::new(tensor(values, dims, device));
+            }
+            Slot::ConvWeight(p) => {
+                let dims = p.val().dims();
+                expect(&dims)?;
+                *p = Param::initialized(p.id, tensor(values, dims, device));
+            }
+            Slot::LinearWeight(p) => {
+                let [inputs, outputs] = p.val().dims();
+                expect(&[outputs, inputs])?;
+                let values = transpose(&values, outputs, inputs);
+                *p = Param::initialized(p.id, tensor(values, [inputs, outputs], device));
+            }
+        }
+        seen += 1;
+        Ok(())
+    })
+    .map_err(load_err)?;
+    if file.len() != seen {
+        let reason = format!("{} tensors, {seen} expected: unknown extra tensors", file.len());
+        return Err(load_err(reason));
+    }
+    Ok(if device.is_autodiff() { net } else { net.valid() })
+}
+
+fn tensor<const D: usize>(values: Vec<f32>, dims: [usize; D], device: &Device) -> Tensor<D> {
+    Tensor::from_data(TensorData::new(values, dims), device)
+}
