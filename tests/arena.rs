@@ -245,3 +245,15 @@ fn misbehaving_engines_lose_and_are_reported() {
     assert!(stderr(&o).contains("no such network checkpoint"), "{}", stderr(&o));
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn empty_budgets_are_refused_before_any_game() {
+    for (flag, value) in
+        [("--games", "0"), ("--sims", "0"), ("--movetime", "0"), ("--max-plies", "0")]
+    {
+        let o = xqz(&["arena", "--a", "greedy", "--b", "random", flag, value]);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}");
+        assert!(stderr(&o).contains(flag), "{flag}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{flag}: a match was played");
+    }
+}

@@ -63,13 +63,13 @@ pub struct Args {
     #[arg(long = "b")]
     b: String,
     /// Games to play (in pairs with colours swapped).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     games: u32,
     /// Simulations (nodes) per move.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     sims: Option<u32>,
     /// Time per move in milliseconds.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     movetime: Option<u64>,
     /// Grace in milliseconds beyond the move time before a move counts as late.
     #[arg(long, default_value_t = 1000)]
@@ -102,7 +102,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Plies after which an undecided game is drawn.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     max_plies: u32,
     /// Games played at once, their searches evaluated in shared batches (random, greedy and
     /// mcts players only; engines play one game at a time).

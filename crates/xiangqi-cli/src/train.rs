@@ -211,6 +211,12 @@ impl CliObserver {
         let tb_dir = run_dir.join("tensorboard");
         fs::create_dir_all(&tb_dir)
             .with_context(|| format!("cannot create {}", tb_dir.display()))?;
+        // tensorboard-rs panics when it cannot create its event file: find out first.
+        let probe = tb_dir.join(format!(".write-test-{}", std::process::id()));
+        fs::write(&probe, b"").with_context(|| {
+            format!("cannot write TensorBoard events into {}", tb_dir.display())
+        })?;
+        let _ = fs::remove_file(&probe);
         let bar = if quiet {
             ProgressBar::hidden()
         } else {
