@@ -1,0 +1,128 @@
+//! Self-play with the real network against the network alone, on the CPU backend: how much of
+//! the net's batched inference throughput the actor pool turns into evaluated positions.
+//!
+//! The network, search and self-play settings are those of `configs/cpu.toml` (the README's main
+//! job), with the length cap shortened so that one measurement takes seconds. Two benches:
+//!
+//! * `selfplay_net/64_games`: 64 games played in flight by `play_games` with [`NnEvaluator`];
+//!   it reports the evaluations, simulations and the mean evaluator batch.
+//! * `selfplay_net/raw_inference`: [`InferenceNet::predict`] on ready-made planes of that mean
+//!   batch size (no search, no encoding, no legal-move softmax).
+//!
+//! At the end it prints positions evaluated per second in self-play, raw positions per second at
+//! the same batch size, and their ratio (the issue's target: at least 0.85). Threads are the
+//! global rayon pool's and the pool's search threads (`selfplay.threads = 0`: one per core).
+//!
+//! Run: `cargo bench -p xiangqi-nn --bench selfplay_net`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde::Deserialize;
+use xiangqi::env::{self, INPUT_SIZE};
+use xiangqi::{Game, Position, RuleSet};
+use xiangqi_nn::{InferenceNet, Net, NetConfig, NnEvaluator, cpu_device};
+use xiangqi_search::{SearchConfig, SearchGame, SelfPlayConfig, play_games};
+
+const GAMES: u64 = 64;
+const LENGTH_CAP: u32 = 40;
+
+#[derive(Deserialize)]
+struct CpuToml {
+    network: NetConfig,
+    search: SearchConfig,
+    selfplay: SelfPlayConfig,
+}
+
+fn configs() -> (NetConfig, SearchConfig, SelfPlayConfig) {
+    let text = include_str!("../configs/cpu.toml");
+    let c: CpuToml = toml::from_str(text).expect("configs/cpu.toml parses");
+    let selfplay = SelfPlayConfig { length_cap: LENGTH_CAP, seed: 3, ..c.selfplay };
+    (c.network, c.search, selfplay)
+}
+
+/// Planes of `n` positions along a pseudo-random game (fixed LCG).
+fn positions(n: usize) -> Vec<f32> {
+    let mut planes = vec![0.0; n * INPUT_SIZE];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut game = Game::new(Position::start(), RuleSet::Asian);
+    let mut moves = Vec::new();
+    for chunk in planes.chunks_exact_mut(INPUT_SIZE) {
+        moves.clear();
+        game.legal_moves_into(&mut moves);
+        if moves.is_empty() || game.len() > LENGTH_CAP as usize {
+            game = Game::new(Position::start(), RuleSet::Asian);
+            moves.clear();
+            game.legal_moves_into(&mut moves);
+        }
+        env::encode_planes(&game, chunk);
+        state =
+            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        SearchGame::play(&mut game, moves[(state >> 33) as usize % moves.len()]);
+    }
+    planes
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn bench(c: &mut Criterion) {
+    let (net_config, search, selfplay) = configs();
+    let device = cpu_device();
+    let net = Net::seeded(&net_config, &device, 1);
+    let folded = InferenceNet::from_net(&net, &device).unwrap();
+
+    let mut group = c.benchmark_group("selfplay_net");
+    group.sample_size(10).measurement_time(Duration::from_secs(30));
+    let mut runs: Vec<(f64, f64, f64)> = Vec::new(); // (evals/s, sims/s, mean batch)
+    group.bench_function("64_games", |b| {
+        b.iter(|| {
+            let mut evaluator = NnEvaluator::new(folded.clone());
+            let start = Instant::now();
+            let stats = play_games(&search, &selfplay, GAMES, &mut evaluator, |_| Ok(()))
+                .expect("self-play with the network");
+            let secs = start.elapsed().as_secs_f64();
+            assert_eq!(stats.games_finished, GAMES);
+            assert!(stats.evaluations > 0);
+            runs.push((
+                stats.evaluations as f64 / secs,
+                stats.simulations as f64 / secs,
+                stats.evaluations as f64 / stats.batches as f64,
+            ));
+            black_box(stats)
+        });
+    });
+
+    let batch = median(runs.iter().map(|r| r.2).collect()).round().max(1.0) as usize;
+    let planes = positions(batch);
+    group.throughput(Throughput::Elements(batch as u64));
+    let mut raw = Vec::new();
+    group.bench_function("raw_inference", |b| {
+        b.iter(|| {
+            let start = Instant::now();
+            let logits = folded.predict(planes.clone()).unwrap();
+            raw.push(batch as f64 / start.elapsed().as_secs_f64());
+            assert!(logits.wdl.iter().all(|x| x.is_finite()));
+            black_box(logits)
+        });
+    });
+    group.finish();
+
+    let evals = median(runs.iter().map(|r| r.0).collect());
+    let sims = median(runs.iter().map(|r| r.1).collect());
+    let raw = median(raw);
+    println!(
+        "selfplay_net ({} blocks x {} filters): self-play {evals:.0} positions/s and {sims:.0} \
+         simulations/s at a mean batch of {batch}; raw inference {raw:.0} positions/s at batch \
+         {batch}; ratio {:.3}",
+        net_config.blocks,
+        net_config.filters,
+        evals / raw
+    );
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
