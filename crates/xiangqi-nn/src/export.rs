@@ -6,8 +6,10 @@
 //!                      step and sample counters of the source, sizes and checksums of the files)
 //!   model.bpk          the weights for xiangqi-zero (`xqz uci --net <export>`, `xqz arena`)
 //!   model.safetensors  the same weights in PyTorch's layouts, float32, little-endian
-//!   model.json         the architecture, the tensor names and shapes, the input planes and the
-//!                      policy index → move table: what another framework needs to run the net
+//!   model.json         the architecture, the tensor names and shapes, the input planes, the
+//!                      policy index → move table, and a test vector (the start position's
+//!                      planes and the net's logits for them): what another framework needs to
+//!                      run the net and check that it runs it right
 //! ```
 //!
 //! The directory is a weights-only checkpoint ([`crate::checkpoint::load_net`] and
@@ -41,11 +43,11 @@ use burn::nn::conv::Conv2d;
 use burn::tensor::{Device, Tensor, TensorData};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::json;
-use xiangqi::Color;
 use xiangqi::env::{
-    CLOCK_PLANE, CLOCK_SCALE, ENCODING_VERSION, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SIZE,
-    REPETITION_PLANE, index_to_move,
+    self, CLOCK_PLANE, CLOCK_SCALE, ENCODING_VERSION, INPUT_SIZE, PLANE_FILES, PLANE_RANKS, PLANES,
+    POLICY_SIZE, REPETITION_PLANE, index_to_move,
 };
+use xiangqi::{Color, Game, Position, RuleSet, START_FEN};
 
 use crate::checkpoint::{self, CheckpointError, MANIFEST, MODEL_FILE, Manifest};
 use crate::infer::to_vec;
@@ -218,6 +220,32 @@ fn plane_descriptions() -> Vec<String> {
     out
 }
 
+/// The start position's input planes and the net's logits for them: a test vector that lets
+/// another implementation of the forward pass check itself.
+fn test_vector(net: &Net) -> Result<serde_json::Value, CheckpointError> {
+    let game = Game::new(Position::start(), RuleSet::Asian);
+    let mut planes = vec![0.0f32; INPUT_SIZE];
+    env::encode_planes(&game, &mut planes);
+    let device = net.input.conv.weight.val().device();
+    let input = Tensor::<4>::from_data(
+        TensorData::new(planes.clone(), [1, PLANES, PLANE_RANKS, PLANE_FILES]),
+        &device,
+    );
+    let out = net.valid().forward(input);
+    let read = |t: Tensor<2>| {
+        to_vec(t).map_err(|e| CheckpointError::Serialize {
+            what: "the test vector",
+            reason: e.to_string(),
+        })
+    };
+    Ok(json!({
+        "fen": START_FEN,
+        "planes": planes,
+        "policy_logits": read(out.policy)?,
+        "wdl_logits": read(out.wdl)?,
+    }))
+}
+
 fn description(
     net: &Net,
     tensors: &[HostTensor],
@@ -268,6 +296,7 @@ fn description(
         },
         "tensor_order": order,
         "tensors": shapes,
+        "test_vector": test_vector(net)?,
     });
     serde_json::to_vec_pretty(&doc)
         .map_err(|e| CheckpointError::Serialize { what: "model.json", reason: e.to_string() })

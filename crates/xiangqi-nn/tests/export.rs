@@ -202,6 +202,16 @@ fn safetensors_follow_the_documented_names_and_pytorch_layouts() {
         assert_eq!(moves[i], m);
     }
     assert_eq!(json["input"]["planes"].as_array().unwrap().len(), PLANES);
+    // The test vector: the start position's planes and this net's logits for them.
+    let tv = &json["test_vector"];
+    let floats = |v: &serde_json::Value| -> Vec<f32> {
+        v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect()
+    };
+    let (policy, wdl) = outputs(&net);
+    assert_eq!(floats(&tv["wdl_logits"]), wdl[..3]);
+    assert_eq!(floats(&tv["policy_logits"]), policy[..POLICY_SIZE]);
+    assert_eq!(floats(&tv["planes"]).len(), INPUT_SIZE);
+    assert_eq!(tv["planes"][4], 1.0, "the mover's general on e0");
     let _ = fs::remove_dir_all(&out);
 }
 
