@@ -118,3 +118,19 @@ fn outcome_rejects_unknown_rules() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("western"));
 }
+
+#[test]
+fn a_closed_stdout_ends_the_program_quietly() {
+    // `xqz perft ... | head -0`: the reader is gone before the first line is written.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["perft", "--depth", "4", "--divide"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(141), "{err}");
+}

@@ -271,13 +271,13 @@ fn batch_line(c: &BatchCounters) -> String {
 }
 
 fn print_table(names: [&str; 2], stats: &MatchStats, config: &MatchConfig) {
-    println!("A: {}", names[0]);
-    println!("B: {}", names[1]);
-    println!("{:<14}{:>7}{:>7}{:>7}{:>7}{:>9}", "", "games", "wins", "draws", "losses", "score");
+    outln!("A: {}", names[0]);
+    outln!("B: {}", names[1]);
+    outln!("{:<14}{:>7}{:>7}{:>7}{:>7}{:>9}", "", "games", "wins", "draws", "losses", "score");
     for (label, w) in
         [("A with Red", stats.a_red), ("A with Black", stats.a_black), ("A total", stats.wdl)]
     {
-        println!(
+        outln!(
             "{:<14}{:>7}{:>7}{:>7}{:>7}{:>8.1}%",
             label,
             w.games(),
@@ -288,38 +288,43 @@ fn print_table(names: [&str; 2], stats: &MatchStats, config: &MatchConfig) {
         );
     }
     let elo = stats.wdl.elo();
-    println!(
+    outln!(
         "Elo (A - B): {:+.1}, 95% interval [{:+.1}, {:+.1}] (logistic, half-point prior)",
-        elo.elo, elo.lower, elo.upper
+        elo.elo,
+        elo.lower,
+        elo.upper
     );
-    print!("{:<14}", "forfeits");
+    out!("{:<14}", "forfeits");
     for k in ForfeitKind::ALL {
-        print!("{:>14}", k.name());
+        out!("{:>14}", k.name());
     }
-    println!();
+    outln!();
     for (i, who) in ["A", "B"].iter().enumerate() {
-        print!("{who:<14}");
+        out!("{who:<14}");
         for k in ForfeitKind::ALL {
-            print!("{:>14}", stats.forfeits[i][k.index()]);
+            out!("{:>14}", stats.forfeits[i][k.index()]);
         }
-        println!();
+        outln!();
     }
     let endings: Vec<String> = OutcomeReason::ALL
         .iter()
         .filter(|r| stats.reasons[r.index()] > 0)
         .map(|r| format!("{r} {}", stats.reasons[r.index()]))
         .collect();
-    println!("endings: {}", if endings.is_empty() { "-".to_string() } else { endings.join(", ") });
-    println!(
+    outln!("endings: {}", if endings.is_empty() { "-".to_string() } else { endings.join(", ") });
+    outln!(
         "plies: {} ({:.1} per game)",
         stats.plies,
         stats.plies as f64 / f64::from(stats.games().max(1))
     );
     if let (Some(sprt), Some((llr, verdict))) = (config.sprt, stats.sprt) {
         let (lower, upper) = sprt.bounds();
-        println!(
+        outln!(
             "SPRT elo0 {} elo1 {} alpha {} beta {}: LLR {llr:.3} [{lower:.3}, {upper:.3}] {verdict}",
-            sprt.elo0, sprt.elo1, sprt.alpha, sprt.beta
+            sprt.elo0,
+            sprt.elo1,
+            sprt.alpha,
+            sprt.beta
         );
     }
 }

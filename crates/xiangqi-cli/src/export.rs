@@ -38,7 +38,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let summary = export::export_net(&net, &manifest, &args.out)
         .with_context(|| format!("cannot export to '{}'", args.out.display()))?;
     let c = net.config();
-    println!(
+    outln!(
         "exported {} (step {}, {} blocks x {} filters, {} parameters, {} tensors) to {}",
         source.display(),
         manifest.step,
@@ -49,9 +49,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         args.out.display()
     );
     for (name, size) in &summary.files {
-        println!("  {name:<20} {size:>10} bytes");
+        outln!("  {name:<20} {size:>10} bytes");
     }
-    println!("  {:<20} {:>10} bytes", "total", summary.total_bytes());
-    println!("play it: xqz uci --net {}", args.out.display());
+    outln!("  {:<20} {:>10} bytes", "total", summary.total_bytes());
+    outln!("play it: xqz uci --net {}", args.out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -7,6 +7,41 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `print!` to standard output, except that a reader that has gone away (`xqz perft | head`)
+/// ends the program quietly, as Unix tools end on a closed pipe, instead of a panic.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::write_stdout(format_args!($($arg)*), false) };
+}
+
+/// `println!` to standard output, with [`out!`]'s handling of a closed pipe.
+macro_rules! outln {
+    () => { $crate::write_stdout(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::write_stdout(format_args!($($arg)*), true) };
+}
+
+/// Exit status after standard output was closed by its reader (128 + SIGPIPE, as a shell
+/// reports a process ended by the signal).
+pub const EXIT_CLOSED_PIPE: i32 = 141;
+
+/// Writes to standard output; exits with [`EXIT_CLOSED_PIPE`] if the reader has gone, and with
+/// status 1 and a message on standard error for any other failed write (a full disk).
+pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let result =
+        out.write_fmt(args).and_then(|()| if newline { out.write_all(b"\n") } else { Ok(()) });
+    match result {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            std::process::exit(EXIT_CLOSED_PIPE)
+        }
+        Err(e) => {
+            eprintln!("error: cannot write to standard output: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
 mod arena;
 mod config;
 mod engine;

@@ -46,8 +46,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     match game.outcome() {
-        Some(o) => println!("{o}"),
-        None => println!("* -"),
+        Some(o) => outln!("{o}"),
+        None => outln!("* -"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -34,14 +34,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let nodes = if args.divide {
         let split = xiangqi::divide(&pos, args.depth);
         for (m, n) in &split {
-            println!("{m}: {n}");
+            outln!("{m}: {n}");
         }
         if args.depth == 0 { 1 } else { split.iter().map(|(_, n)| n).sum() }
     } else {
         xiangqi::perft(&pos, args.depth)
     };
     let secs = start.elapsed().as_secs_f64();
-    println!("Nodes searched: {nodes}");
+    outln!("Nodes searched: {nodes}");
     eprintln!(
         "time {:.3} s, {:.2} M nodes/s",
         secs,
