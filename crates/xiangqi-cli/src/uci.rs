@@ -605,7 +605,8 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                 Err(_) => Game::new(*root.position(), self.options.rules),
             };
         }
-        let legal = root.legal_moves();
+        // The position's moves: `Game::legal_moves` is empty once the rules ended the game.
+        let legal = root.position().legal_moves();
         let mut banned: Vec<Move> =
             legal.iter().copied().filter(|m| banned_by_command.contains(m)).collect();
         if !go.searchmoves.is_empty() {

@@ -285,7 +285,7 @@ pub fn spawn<E: Evaluator<Game> + Send + 'static>(
         let best = search(&job, &mut *guard, &controls, &out);
         let best = best.unwrap_or_else(|e| {
             out.line(&format!("info string search failed: {e}"));
-            let legal = job.game.legal_moves();
+            let legal = job.game.position().legal_moves();
             legal.iter().copied().find(|m| !job.banned.contains(m)).map(|m| (m, None))
         });
         let text = match (best, job.dialect) {
