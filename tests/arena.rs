@@ -242,7 +242,7 @@ fn misbehaving_engines_lose_and_are_reported() {
     assert!(stderr(&o).contains("cannot start"), "{}", stderr(&o));
     let o = xqz(&["arena", "--a", "nets/latest.mpk", "--b", "random"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no such network checkpoint"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no such directory"), "{}", stderr(&o));
     let _ = fs::remove_dir_all(&dir);
 }
 
@@ -256,4 +256,23 @@ fn empty_budgets_are_refused_before_any_game() {
         assert!(stderr(&o).contains(flag), "{flag}: {}", stderr(&o));
         assert!(stdout(&o).is_empty(), "{flag}: a match was played");
     }
+}
+
+#[test]
+fn a_run_directory_plays_its_newest_checkpoint() {
+    let dir = scratch("run-player");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/tiny.toml");
+    let run = dir.join("run");
+    let o = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["train", "--quiet", "--threads", "1", "--iterations", "1", "--config", config])
+        .arg("--run-dir")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let player = format!("net:{}", run.display());
+    let o = xqz(&["arena", "--a", &player, "--b", "random", "--games", "2", "--sims", "4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("A: ckpt-000001"), "{}", stdout(&o));
+    let _ = fs::remove_dir_all(&dir);
 }

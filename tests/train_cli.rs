@@ -141,8 +141,22 @@ fn a_tiny_run_writes_shards_checkpoints_events_and_resumes() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("neither empty nor an earlier export"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not an earlier export"), "{}", stderr(&o));
     assert_eq!(fs::read_dir(dir.join("shards")).unwrap().count(), 3, "shards untouched");
+    let before = checkpoints(&dir);
+    for (out, why) in [
+        (dir.join("checkpoints"), "contains the checkpoint"),
+        (ckpt.join("sub"), "is inside the checkpoint"),
+        (export.join("."), "is the checkpoint itself"),
+    ] {
+        let source = if why.contains("itself") { &export } else { &ckpt };
+        let o = xqz().arg("export").arg("--checkpoint").arg(source).arg("--out").arg(&out).output();
+        let o = o.unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", out.display());
+        assert!(stderr(&o).contains(why), "{}", stderr(&o));
+    }
+    assert_eq!(checkpoints(&dir), before, "checkpoints untouched");
+    assert!(ckpt.join("optimizer.bpk").is_file());
 
     let mut engine = xqz()
         .args(["uci", "--net", export_arg])
@@ -170,19 +184,29 @@ fn a_tiny_run_writes_shards_checkpoints_events_and_resumes() {
     game.play(game.position().parse_uci("h2e2").unwrap()).unwrap();
     assert!(game.position().parse_uci(mv).is_ok(), "illegal bestmove {mv}: {text}");
 
-    // A GUI that cannot pass arguments sets the network through the NetPath option.
+    // A GUI that cannot pass arguments sets the network through the NetPath option; the path
+    // is taken as sent (runs of spaces kept).
+    let spaced = dir.join("my  nets");
+    fs::create_dir_all(&spaced).unwrap();
+    for f in fs::read_dir(&export).unwrap() {
+        let f = f.unwrap().path();
+        fs::copy(&f, spaced.join(f.file_name().unwrap())).unwrap();
+    }
+    let spaced = spaced.to_str().unwrap();
     let mut engine = xqz().arg("uci").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     {
         use std::io::Write as _;
         let stdin = engine.stdin.as_mut().unwrap();
-        writeln!(stdin, "uci\nsetoption name NetPath value {export_arg}").unwrap();
+        writeln!(stdin, "uci\nsetoption name NetPath value {spaced}").unwrap();
         writeln!(stdin, "setoption name NetPath value {}", dir.join("nothing").display()).unwrap();
+        writeln!(stdin, "setoption name NetPath value").unwrap();
         writeln!(stdin, "isready\nquit").unwrap();
     }
     let out = engine.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(&format!("info string network loaded from {export_arg}")), "{text}");
+    assert!(text.contains(&format!("info string network loaded from {spaced}")), "{text}");
     assert!(text.contains("keeping the current network") && text.contains("readyok"), "{text}");
+    assert!(text.contains("no directory given"), "{text}");
     let _ = fs::remove_dir_all(&dir);
 }
 

@@ -73,8 +73,14 @@ def forward(weights, desc, planes):
 
 def main():
     directory = sys.argv[1] if len(sys.argv) > 1 else "export"
-    desc = json.load(open(f"{directory}/model.json"))
-    weights = {k: v.astype(np.float64) for k, v in load_file(f"{directory}/model.safetensors").items()}
+    try:
+        desc = json.load(open(f"{directory}/model.json"))
+        raw = load_file(f"{directory}/model.safetensors")
+    except (OSError, ValueError) as e:
+        sys.exit(f"{directory}: not an xqz export ({e})")
+    if "test_vector" not in desc or "tensors" not in desc:
+        sys.exit(f"{directory}/model.json: not an xqz export description")
+    weights = {k: v.astype(np.float64) for k, v in raw.items()}
     for name, shape in desc["tensors"].items():
         assert list(weights[name].shape) == shape, name
     tv = desc["test_vector"]

@@ -56,7 +56,8 @@ use crate::net::AnyEvaluator;
 /// Arguments of `xqz arena`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Player A: random, greedy, mcts, uci:COMMAND or ucci:COMMAND.
+    /// Player A: random, greedy, mcts, uci:COMMAND, ucci:COMMAND, or a network: a checkpoint,
+    /// export or run directory (`net:DIR` or just DIR).
     #[arg(long = "a")]
     a: String,
     /// Player B, as player A.
@@ -212,23 +213,20 @@ fn parse_player(
             Ok(PlayerSpec::Local(LocalPlayer::Mcts { name: "mcts".to_string(), config }))
         }
         other if other.starts_with("net:") || PathBuf::from(other).is_dir() => {
-            let path = PathBuf::from(other.strip_prefix("net:").unwrap_or(other));
-            if !path.join("manifest.toml").is_file() {
-                bail!(
-                    "player '{other}': '{}' is not a network checkpoint (no manifest.toml)",
-                    path.display()
-                );
-            }
+            let given = PathBuf::from(other.strip_prefix("net:").unwrap_or(other));
+            let path = crate::net::resolve(&given).with_context(|| format!("player '{other}'"))?;
             let config = search_config(&options)?;
             let name = path.file_name().map_or("net".into(), |n| n.to_string_lossy().into_owned());
             Ok(PlayerSpec::Net(LocalPlayer::Mcts { name, config }, path))
         }
         other if other.contains('/') || other.contains('.') => {
-            bail!("player '{other}': no such network checkpoint directory")
+            bail!(
+                "player '{other}': no such directory (a network is a checkpoint, export or run directory)"
+            )
         }
         other => bail!(
             "unknown player '{other}' (expected random, greedy, mcts, uci:COMMAND, ucci:COMMAND \
-             or a network file)"
+             or a network directory: checkpoint, export or run, optionally as net:DIR)"
         ),
     }
 }

@@ -58,8 +58,9 @@ const MAX_LINE: usize = 1 << 20;
 /// Arguments of `xqz uci`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Network to evaluate positions with: a checkpoint directory of `xqz train`
-    /// (default: uniform priors, the rules' terminal values only).
+    /// Network to evaluate positions with: a checkpoint of `xqz train`, an export of
+    /// `xqz export`, or a run directory (its newest checkpoint); default: uniform priors, the
+    /// rules' terminal values only.
     #[arg(long)]
     net: Option<PathBuf>,
 }
@@ -222,6 +223,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
 
     /// Handles one input line.
     pub fn handle_line(&mut self, line: &str) -> Flow {
+        let raw = line.trim_end_matches(['\r', '\n']);
         let line = line.trim();
         let mut words = line.split_ascii_whitespace();
         let Some(command) = words.next() else { return Flow::Continue };
@@ -235,7 +237,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                 self.game = Game::new(Position::start(), self.options.rules);
                 self.banned.clear();
             }
-            "setoption" => self.set_option(&rest),
+            "setoption" => self.set_option(&rest, raw),
             "position" => {
                 self.stop_search();
                 self.set_position(&rest);
@@ -315,12 +317,34 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
         }
     }
 
-    fn set_option(&mut self, words: &[&str]) {
+    /// The text of `line` after its first standalone word `value` and one separator, exactly
+    /// as sent (a path may hold runs of spaces or end in one).
+    fn raw_value(line: &str) -> Option<&str> {
+        let mut offset = 0;
+        for word in line.split_ascii_whitespace() {
+            let start = offset + line[offset..].find(word)?;
+            offset = start + word.len();
+            if word == "value" {
+                let rest = &line[offset..];
+                let mut chars = rest.chars();
+                return Some(match chars.next() {
+                    Some(c) if c.is_ascii_whitespace() => chars.as_str(),
+                    _ => rest,
+                });
+            }
+        }
+        None
+    }
+
+    fn set_option(&mut self, words: &[&str], raw: &str) {
         // UCI: `name N... [value V...]`; UCCI: `N V...`.
         let (name, value) = if words.first() == Some(&"name") {
             let rest = &words[1..];
             match rest.iter().position(|w| *w == "value") {
-                Some(i) => (rest[..i].join(" "), rest[i + 1..].join(" ")),
+                Some(i) => (
+                    rest[..i].join(" "),
+                    Self::raw_value(raw).map_or_else(|| rest[i + 1..].join(" "), str::to_string),
+                ),
                 None => (rest.join(" "), String::new()),
             }
         } else {
@@ -347,18 +371,20 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                 spin(uci_search::MAX_SIMULATIONS).map(|v| self.options.simulations = v)
             }
             "netpath" => {
-                let path = value.trim();
-                if path.is_empty() || path == "<empty>" {
-                    Ok(())
-                } else if self.net_loader.is_none() {
-                    Err(format!("{NET_UNAVAILABLE}; searching with the current evaluator"))
-                } else {
-                    // A GUI sets options while the engine is idle; finish any search first so
-                    // that the network is not swapped under it.
-                    self.stop_search();
-                    let loaded = self.net_loader.as_ref().map(|load| load(path));
-                    match loaded {
-                        Some(Ok(evaluator)) => {
+                let path = value.trim_start();
+                let path =
+                    if path.trim().is_empty() || path.trim() == "<empty>" { "" } else { path };
+                match &self.net_loader {
+                    _ if path.is_empty() => {
+                        Err("option NetPath: no directory given; keeping the current network"
+                            .into())
+                    }
+                    None => Err(format!("{NET_UNAVAILABLE}; searching with the current evaluator")),
+                    // Load first, so that a bad path leaves a running search alone; then
+                    // finish the search (GUIs set options while the engine is idle) and swap.
+                    Some(load) => match load(path) {
+                        Ok(evaluator) => {
+                            self.stop_search();
                             match self.evaluator.lock() {
                                 Ok(mut e) => *e = evaluator,
                                 Err(poisoned) => *poisoned.into_inner() = evaluator,
@@ -367,11 +393,8 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                             self.info(&format!("network loaded from {path}"));
                             Ok(())
                         }
-                        Some(Err(e)) => {
-                            Err(format!("option NetPath: {e}; keeping the current network"))
-                        }
-                        None => Ok(()),
-                    }
+                        Err(e) => Err(format!("option NetPath: {e}; keeping the current network")),
+                    },
                 }
             }
             "rules" => match value.trim().to_ascii_lowercase().parse::<RuleSet>() {

@@ -57,6 +57,14 @@ pub enum CheckpointError {
         /// The error.
         source: io::Error,
     },
+    /// A directory was not written to, to keep what is in it.
+    #[error("{path}: {reason}")]
+    Refused {
+        /// The directory.
+        path: PathBuf,
+        /// Why it was left alone.
+        reason: String,
+    },
     /// The directory has no manifest: not a checkpoint, or one whose writing never finished.
     #[error("{dir}: no {MANIFEST}; not a checkpoint directory")]
     NoManifest {

@@ -50,6 +50,7 @@ use xiangqi::env::{
 use xiangqi::{Color, Game, Position, RuleSet, START_FEN};
 
 use crate::checkpoint::{self, CheckpointError, MANIFEST, MODEL_FILE, Manifest};
+use crate::config::NetConfig;
 use crate::infer::to_vec;
 use crate::model::{ConvBn, Net};
 
@@ -179,7 +180,10 @@ fn serialize_err(what: &'static str) -> impl FnOnce(String) -> CheckpointError {
     move |reason| CheckpointError::Serialize { what, reason }
 }
 
-fn safetensors_bytes(tensors: &[HostTensor], config: &str) -> Result<Vec<u8>, CheckpointError> {
+fn safetensors_bytes(
+    tensors: &[HostTensor],
+    config: &NetConfig,
+) -> Result<Vec<u8>, CheckpointError> {
     let bytes: Vec<Vec<u8>> =
         tensors.iter().map(|t| t.values.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
     let views = tensors
@@ -192,12 +196,14 @@ fn safetensors_bytes(tensors: &[HostTensor], config: &str) -> Result<Vec<u8>, Ch
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(serialize_err("the safetensors file"))?;
-    let metadata = HashMap::from([
-        ("format".to_string(), "xiangqi-zero".to_string()),
-        ("export_version".to_string(), EXPORT_VERSION.to_string()),
-        ("encoding_version".to_string(), ENCODING_VERSION.to_string()),
-        ("network".to_string(), config.to_string()),
-    ]);
+    // One entry, so that the header (serialized from a hash map) is the same on every export.
+    let info = json!({
+        "format": "xiangqi-zero",
+        "export_version": EXPORT_VERSION,
+        "encoding_version": ENCODING_VERSION,
+        "network": config,
+    });
+    let metadata = HashMap::from([("xiangqi_zero".to_string(), info.to_string())]);
     safetensors::tensor::serialize(views, &Some(metadata)).map_err(|e| CheckpointError::Serialize {
         what: "the safetensors file",
         reason: e.to_string(),
@@ -302,40 +308,69 @@ fn description(
         .map_err(|e| CheckpointError::Serialize { what: "model.json", reason: e.to_string() })
 }
 
+/// Whether `out` may be written by an export: it does not exist, is an empty directory, or is a
+/// weights-only checkpoint holding no file its manifest does not list.
+fn check_target(out: &Path) -> Result<(), CheckpointError> {
+    let refuse = |reason: String| CheckpointError::Refused { path: out.to_path_buf(), reason };
+    if !out.exists() {
+        return Ok(());
+    }
+    if !out.is_dir() {
+        return Err(refuse("is a file, not a directory".into()));
+    }
+    let io = |source| CheckpointError::Io { path: out.to_path_buf(), source };
+    let mut names = Vec::new();
+    for entry in fs::read_dir(out).map_err(io)? {
+        names.push(entry.map_err(io)?.file_name().to_string_lossy().into_owned());
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    if !names.iter().any(|n| n == MANIFEST) {
+        return Err(refuse(
+            "is not empty and is not an earlier export; choose another directory".into(),
+        ));
+    }
+    let manifest = checkpoint::read_manifest(out, None).map_err(|e| {
+        refuse(format!(
+            "holds a {MANIFEST} that is not an export's ({e}); choose another directory"
+        ))
+    })?;
+    if manifest.has_optimizer() {
+        return Err(refuse(
+            "is a training checkpoint (it has an optimizer state); an export never replaces one"
+                .into(),
+        ));
+    }
+    let listed = |n: &String| n == MANIFEST || manifest.files.iter().any(|f| &f.name == n);
+    if let Some(other) = names.iter().find(|n| !listed(n)) {
+        return Err(refuse(format!(
+            "holds '{other}', which is not part of an export; choose another directory"
+        )));
+    }
+    Ok(())
+}
+
 /// Exports `net` into the directory `out`: weights for xiangqi-zero, safetensors and a JSON
 /// description (see the [module documentation](self)). `source` is the manifest of the
 /// checkpoint the net comes from; its step and sample counters are kept.
 ///
-/// `out` must not exist, be an empty directory, or hold an earlier export or checkpoint (which
-/// is replaced); anything else is refused so that no unrelated directory is overwritten.
+/// `out` must not exist, be an empty directory, or hold an earlier export and nothing else
+/// (which is replaced); anything else, a training checkpoint included, is refused so that
+/// nothing but an old export is ever overwritten.
 ///
 /// # Errors
-/// [`CheckpointError::Io`] when `out` cannot be written or holds other files,
-/// [`CheckpointError::Serialize`] when a tensor cannot be read back or encoded.
+/// [`CheckpointError::Refused`] for a target that is not one of those,
+/// [`CheckpointError::Io`] when `out` cannot be written, [`CheckpointError::Serialize`] when a
+/// tensor cannot be read back or encoded.
 pub fn export_net(
     net: &Net,
     source: &Manifest,
     out: &Path,
 ) -> Result<ExportSummary, CheckpointError> {
-    if out.exists() {
-        let is_export = out.join(MANIFEST).is_file();
-        let is_empty = fs::read_dir(out).map(|mut d| d.next().is_none()).unwrap_or(false);
-        if !(is_export || is_empty) {
-            return Err(CheckpointError::Io {
-                path: out.to_path_buf(),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "exists and is neither empty nor an earlier export; choose another directory",
-                ),
-            });
-        }
-    }
+    check_target(out)?;
     let tensors = host_tensors(net).map_err(serialize_err("the weights"))?;
-    let config_toml = toml::to_string(net.config()).map_err(|e| CheckpointError::Serialize {
-        what: "the network config",
-        reason: e.to_string(),
-    })?;
-    let safetensors = safetensors_bytes(&tensors, &config_toml)?;
+    let safetensors = safetensors_bytes(&tensors, net.config())?;
     let json = description(net, &tensors, source)?;
     let mut manifest = Manifest::new(net.config());
     manifest.step = source.step;

@@ -229,15 +229,38 @@ fn exports_never_overwrite_other_directories_and_damage_is_refused() {
     fs::create_dir_all(&other).unwrap();
     fs::write(other.join("notes.txt"), "keep me").unwrap();
     let e = export::export_net(&net, &manifest, &other).unwrap_err();
-    assert!(matches!(e, CheckpointError::Io { .. }), "{e}");
-    assert!(e.to_string().contains("neither empty nor an earlier export"), "{e}");
+    assert!(matches!(e, CheckpointError::Refused { .. }), "{e}");
+    assert!(e.to_string().contains("not an earlier export"), "{e}");
     assert_eq!(fs::read_to_string(other.join("notes.txt")).unwrap(), "keep me");
+    // Nor is one that merely has a file called manifest.toml among others.
+    fs::write(other.join("manifest.toml"), "name = \"my project\"").unwrap();
+    let e = export::export_net(&net, &manifest, &other).unwrap_err();
+    assert!(e.to_string().contains("not an export's"), "{e}");
+    assert_eq!(fs::read_to_string(other.join("notes.txt")).unwrap(), "keep me");
+    // A training checkpoint (with its optimizer state) is never replaced.
+    let training = temp_dir("refuse-training");
+    let trainer =
+        xiangqi_nn::Trainer::new(&config, &xiangqi_nn::TrainConfig::default(), &device, 1).unwrap();
+    checkpoint::save_trainer(&trainer, &training, &Default::default()).unwrap();
+    let e = export::export_net(&net, &manifest, &training).unwrap_err();
+    assert!(e.to_string().contains("training checkpoint"), "{e}");
+    assert!(checkpoint::load_trainer(&training, None, None, &device).is_ok());
+    // A file is not a directory.
+    let e = export::export_net(&net, &manifest, &other.join("notes.txt")).unwrap_err();
+    assert!(e.to_string().contains("is a file"), "{e}");
 
-    // An earlier export is replaced; an empty directory is used.
+    // An earlier export is replaced, byte for byte the same safetensors; an empty directory is
+    // used; an export with an extra file in it is not replaced.
     let out = temp_dir("refuse-out");
     fs::create_dir_all(&out).unwrap();
     export::export_net(&net, &manifest, &out).unwrap();
+    let first = fs::read(out.join(SAFETENSORS_FILE)).unwrap();
     export::export_net(&net, &manifest, &out).unwrap();
+    assert_eq!(fs::read(out.join(SAFETENSORS_FILE)).unwrap(), first);
+    fs::write(out.join("README"), "mine").unwrap();
+    let e = export::export_net(&net, &manifest, &out).unwrap_err();
+    assert!(e.to_string().contains("'README'"), "{e}");
+    fs::remove_file(out.join("README")).unwrap();
 
     // One flipped byte in the safetensors file is caught by the manifest's checksum.
     let path = out.join(SAFETENSORS_FILE);
@@ -248,7 +271,7 @@ fn exports_never_overwrite_other_directories_and_damage_is_refused() {
     let e = export::load_safetensors(&out, &device).unwrap_err();
     assert!(matches!(e, CheckpointError::Corrupted { .. }), "{e}");
     assert!(checkpoint::verify(&out, None).is_err());
-    for d in [src, other, out] {
+    for d in [src, other, out, training] {
         let _ = fs::remove_dir_all(d);
     }
 }
