@@ -484,9 +484,9 @@ mod tests {
         assert!(make_player("random", &[], 0, 1).is_ok());
         assert!(make_player("greedy", &["x=1".to_string()], 0, 1).is_err());
         let e = make_player("nets/best.mpk", &[], 0, 1).err().unwrap().to_string();
-        assert!(e.contains("no such network checkpoint"), "{e}");
-        let e = make_player("net:/nonexistent", &[], 0, 1).err().unwrap().to_string();
-        assert!(e.contains("not a network checkpoint"), "{e}");
+        assert!(e.contains("no such directory"), "{e}");
+        let e = format!("{:#}", make_player("net:/nonexistent", &[], 0, 1).err().unwrap());
+        assert!(e.contains("'/nonexistent' is not a network"), "{e}");
         let e = make_player("stockfish", &[], 0, 1).err().unwrap().to_string();
         assert!(e.contains("unknown player"), "{e}");
     }
