@@ -292,3 +292,23 @@ fn ctrl_c_writes_a_checkpoint_and_exits_cleanly() {
     assert!(o.status.success(), "{}", stderr(&o));
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn without_a_terminal_the_progress_lines_still_reach_the_log() {
+    // Not --quiet, but standard error is a pipe (nohup, a log file): the bar is hidden and the
+    // iteration lines must be printed instead.
+    let dir = run_dir("log");
+    let config = tiny();
+    let o = xqz()
+        .args(["train", "--threads", "1", "--iterations", "2", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("iteration 1:") && log.contains("iteration 2:"), "{log}");
+    assert!(log.contains("arena after iteration 2"), "{log}");
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -383,11 +383,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 );
             });
         }
-        if let Some(w) = pgn.as_mut() {
-            if let Err(e) = game.write_pgn(w, "xqz arena").and_then(|()| w.flush()) {
-                write_error = Some(e);
-                return false;
-            }
+        if let Some(w) = pgn.as_mut()
+            && let Err(e) = game.write_pgn(w, "xqz arena").and_then(|()| w.flush())
+        {
+            write_error = Some(e);
+            return false;
         }
         true
     };

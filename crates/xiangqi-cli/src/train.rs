@@ -145,13 +145,13 @@ fn load_config(args: &Args) -> anyhow::Result<(ConfigFile, String)> {
             .to_string();
         return Ok((ConfigFile::load(path)?, name));
     }
-    if args.resume {
-        if let Some(dir) = &args.run_dir {
-            let resolved = dir.join("config.toml");
-            if resolved.exists() {
-                let name = dir.file_name().and_then(|s| s.to_str()).unwrap_or("run").to_string();
-                return Ok((ConfigFile::load(&resolved)?, name));
-            }
+    if args.resume
+        && let Some(dir) = &args.run_dir
+    {
+        let resolved = dir.join("config.toml");
+        if resolved.exists() {
+            let name = dir.file_name().and_then(|s| s.to_str()).unwrap_or("run").to_string();
+            return Ok((ConfigFile::load(&resolved)?, name));
         }
     }
     Ok((ConfigFile::parse(BUILTIN_CPU, "built-in configs/cpu.toml")?, "cpu".to_string()))
@@ -182,7 +182,8 @@ struct CliObserver {
     quiet: bool,
     games_per_iteration: u64,
     iteration: u64,
-    started: Instant,
+    /// The run's elapsed seconds (summed over resumes) at the last iteration report, and when.
+    elapsed_mark: (f64, Instant),
     last_flush: Instant,
     headline: String,
 }
@@ -236,14 +237,20 @@ impl CliObserver {
             quiet,
             games_per_iteration: config.run.games_per_iteration,
             iteration: 0,
-            started: Instant::now(),
+            elapsed_mark: (0.0, Instant::now()),
             last_flush: Instant::now(),
             headline: String::new(),
         })
     }
 
+    /// Seconds the run has been going, summed over resumes (as `metrics.csv` counts them).
+    fn run_elapsed(&self) -> f64 {
+        self.elapsed_mark.0 + self.elapsed_mark.1.elapsed().as_secs_f64()
+    }
+
     fn log(&self, line: &str) {
-        if self.quiet {
+        // A hidden bar (--quiet, or stderr not a terminal: nohup, a log file) prints nothing.
+        if self.quiet || self.bar.is_hidden() {
             eprintln!("{line}");
         } else {
             self.bar.println(line);
@@ -304,6 +311,7 @@ impl Observer for CliObserver {
     }
 
     fn iteration(&mut self, r: &IterationReport) {
+        self.elapsed_mark = (r.elapsed.as_secs_f64(), Instant::now());
         let it = r.iteration;
         let st = &r.selfplay.stats;
         let secs = r.selfplay.elapsed.as_secs_f64();
@@ -387,7 +395,7 @@ impl Observer for CliObserver {
             self.arena,
             "{},{:.1},{},{},{},{},{},{:.4},{:.1},{:.1},{:.1}",
             r.iteration,
-            self.started.elapsed().as_secs_f64(),
+            self.run_elapsed(),
             opp,
             wdl.wins + wdl.draws + wdl.losses,
             wdl.wins,

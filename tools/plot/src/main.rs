@@ -246,7 +246,12 @@ fn main() -> anyhow::Result<()> {
             };
             by_opponent.entry(name).or_default().push((t / 3600.0, 100.0 * s));
         }
-        if !by_opponent.is_empty() {
+        if by_opponent.is_empty() {
+            eprintln!(
+                "no arena results yet in '{}' (the first comes after loop.arena_every iterations): no arena.png",
+                a.display()
+            );
+        } else {
             let series: Vec<_> = by_opponent.into_iter().collect();
             let file = out.join("arena.png");
             line_chart(&file, "Arena score of the current net", "hours", "score (%)", &series, Some((0.0, 100.0)))?;
