@@ -207,6 +207,14 @@ fn a_tiny_run_writes_shards_checkpoints_events_and_resumes() {
     assert!(text.contains(&format!("info string network loaded from {spaced}")), "{text}");
     assert!(text.contains("keeping the current network") && text.contains("readyok"), "{text}");
     assert!(text.contains("no directory given"), "{text}");
+
+    // Resumed after iteration 3, the arena of iteration 4 plays the net of the previous arena
+    // (iteration 2), which the run has kept: the reference survives the stop.
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let arena = fs::read_to_string(dir.join("arena.csv")).unwrap();
+    let last = arena.lines().last().unwrap();
+    assert!(last.starts_with("4,") && last.contains(",ckpt-000002,"), "{arena}");
     let _ = fs::remove_dir_all(&dir);
 }
 

@@ -962,6 +962,9 @@ impl TrainingRun {
             });
         }
         self.last_arena_checkpoint = Some(self.iteration);
+        // Record it in this iteration's checkpoint, so that a run resumed from it measures the
+        // next arena against this net (and pruning keeps this net).
+        self.save_checkpoint()?;
         Ok(())
     }
 }
