@@ -101,7 +101,7 @@ impl NetConfig {
 
     /// Whether residual block `i` (from 0) has the global structure.
     pub fn block_is_global(&self, i: usize) -> bool {
-        self.global != GlobalKind::None && (i + 1) % self.global_every == 0
+        self.global != GlobalKind::None && (i + 1).is_multiple_of(self.global_every)
     }
 
     /// Checks every value.

@@ -367,7 +367,7 @@ impl InferenceNet {
     /// [`NnError::Batch`] if the length is not a multiple of [`INPUT_SIZE`];
     /// [`NnError::Read`] if the device fails.
     pub fn predict(&self, planes: Vec<f32>) -> Result<Logits, NnError> {
-        if planes.len() % INPUT_SIZE != 0 {
+        if !planes.len().is_multiple_of(INPUT_SIZE) {
             return Err(NnError::Batch(format!(
                 "{} plane floats is not a multiple of {INPUT_SIZE}",
                 planes.len()

@@ -435,10 +435,10 @@ pub fn list_checkpoints(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     let mut out = Vec::new();
     for entry in entries {
         let path = entry?.path();
-        if let Some(n) = numbered(&path, "ckpt-", "") {
-            if path.is_dir() {
-                out.push((n, path));
-            }
+        if let Some(n) = numbered(&path, "ckpt-", "")
+            && path.is_dir()
+        {
+            out.push((n, path));
         }
     }
     out.sort();
@@ -631,7 +631,7 @@ impl TrainingRun {
                     observer.iteration(&report);
                     done += 1;
                     if self.config.run.arena_every > 0
-                        && self.iteration % self.config.run.arena_every == 0
+                        && self.iteration.is_multiple_of(self.config.run.arena_every)
                     {
                         self.arena(observer)?;
                     }
