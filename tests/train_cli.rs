@@ -269,6 +269,16 @@ fn a_run_killed_at_any_moment_resumes_cleanly() {
         names.iter().map(|n| manifest_step(&dir.join("checkpoints").join(n))).collect();
     assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{names:?} {steps:?}");
     assert!(names.len() >= 3);
+    // No metrics row reports self-play at zero speed: an iteration resumed from its shard
+    // leaves those cells empty.
+    let metrics = fs::read_to_string(dir.join("metrics.csv")).unwrap();
+    for row in metrics.lines().skip(1) {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells.len(), 22, "{row}");
+        for (i, name) in [(6, "mean_game_length"), (7, "games_per_s"), (8, "simulations_per_s")] {
+            assert!(cells[i].is_empty() || cells[i].parse::<f64>().unwrap() > 0.0, "{name}: {row}");
+        }
+    }
     let _ = fs::remove_dir_all(&dir);
 }
 

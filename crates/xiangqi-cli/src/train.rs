@@ -319,39 +319,47 @@ impl Observer for CliObserver {
         let games_per_s = per_sec(r.selfplay.games);
         let sims_per_s = per_sec(st.simulations);
         let evals_per_s = per_sec(st.evaluations);
-        self.scalar("selfplay/games_per_sec", games_per_s, it);
-        self.scalar("selfplay/simulations_per_sec", sims_per_s, it);
-        self.scalar("selfplay/evaluations_per_sec", evals_per_s, it);
-        self.scalar("selfplay/batch_fill", st.batch_fill(), it);
-        self.scalar("selfplay/mean_game_length", r.selfplay.mean_game_length(), it);
-        for reason in OutcomeReason::ALL {
-            self.scalar(
-                &format!("selfplay/ending/{}", reason.name()),
-                r.selfplay.reason_share(reason),
-                it,
-            );
+        // A resumed iteration whose shard was written before the stop played no games in this
+        // session: its self-play figures are unknown, not zero (empty CSV cells, no scalars).
+        let played = secs > 0.0 && st.games_finished > 0;
+        if played {
+            self.scalar("selfplay/games_per_sec", games_per_s, it);
+            self.scalar("selfplay/simulations_per_sec", sims_per_s, it);
+            self.scalar("selfplay/evaluations_per_sec", evals_per_s, it);
+            self.scalar("selfplay/batch_fill", st.batch_fill(), it);
+            self.scalar("selfplay/mean_game_length", r.selfplay.mean_game_length(), it);
+            for reason in OutcomeReason::ALL {
+                self.scalar(
+                    &format!("selfplay/ending/{}", reason.name()),
+                    r.selfplay.reason_share(reason),
+                    it,
+                );
+            }
         }
-        let false_resign = st.resign_false_positive_rate();
+        let false_resign = st.resign_false_positive_rate().filter(|_| played);
         if let Some(rate) = false_resign {
             self.scalar("selfplay/false_resign_rate", rate, it);
         }
+        let known = |x: f64, digits: usize| {
+            if played { format!("{x:.digits$}") } else { String::new() }
+        };
         self.scalar("train/samples_per_sec", r.train_samples_per_sec, it);
         self.scalar("replay/window_samples", r.window_samples as f64, it);
         self.scalar("replay/total_samples", r.total_samples as f64, it);
         let m = &r.mean;
         let row = format!(
-            "{},{:.1},{},{},{},{},{:.2},{:.4},{:.1},{:.1},{:.4},{:.1},{:.5},{:.5},{:.5},{:.6},{:.4},{:.4},{:.6},{:.4},{},{}",
+            "{},{:.1},{},{},{},{},{},{},{},{},{},{:.1},{:.5},{:.5},{:.5},{:.6},{:.4},{:.4},{:.6},{:.4},{},{}",
             it,
             r.elapsed.as_secs_f64(),
             r.total_samples,
             r.total_steps,
             r.selfplay.games,
             r.selfplay.samples,
-            r.selfplay.mean_game_length(),
-            games_per_s,
-            sims_per_s,
-            evals_per_s,
-            st.batch_fill(),
+            known(r.selfplay.mean_game_length(), 2),
+            known(games_per_s, 4),
+            known(sims_per_s, 1),
+            known(evals_per_s, 1),
+            known(st.batch_fill(), 4),
             r.train_samples_per_sec,
             m.loss,
             m.policy_loss,
@@ -367,11 +375,18 @@ impl Observer for CliObserver {
         let _ = writeln!(self.metrics, "{row}");
         let _ = self.metrics.flush();
         self.tb.flush();
+        let games = if played {
+            format!(
+                "{} games ({:.1} plies avg, {:.0} sims/s)",
+                r.selfplay.games,
+                r.selfplay.mean_game_length(),
+                sims_per_s
+            )
+        } else {
+            format!("{} games (played before the stop)", r.selfplay.games)
+        };
         self.log(&format!(
-            "iteration {it}: {} games ({:.1} plies avg, {:.0} sims/s), {} steps, loss {:.3} (policy {:.3}, value {:.3}), window {} samples, {:.1} min",
-            r.selfplay.games,
-            r.selfplay.mean_game_length(),
-            sims_per_s,
+            "iteration {it}: {games}, {} steps, loss {:.3} (policy {:.3}, value {:.3}), window {} samples, {:.1} min",
             r.steps,
             m.loss,
             m.policy_loss,
