@@ -330,3 +330,31 @@ fn without_a_terminal_the_progress_lines_still_reach_the_log() {
     assert!(log.contains("arena after iteration 2"), "{log}");
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_second_trainer_on_the_same_run_directory_is_refused() {
+    let dir = run_dir("locked");
+    let config = tiny();
+    let mut first = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--iterations", "6", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first one has started (its run directory has its config).
+    let started = Instant::now();
+    while !dir.join("config.toml").exists() && started.elapsed() < Duration::from_secs(20) {
+        sleep(Duration::from_millis(20));
+    }
+    let second = train(&dir, &["--resume", "--iterations", "1"]);
+    let first_ok = first.wait().unwrap().success();
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert!(stderr(&second).contains("another xqz train is using"), "{}", stderr(&second));
+    assert!(first_ok);
+    // Once the first has ended, the lock is free again.
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let _ = fs::remove_dir_all(&dir);
+}

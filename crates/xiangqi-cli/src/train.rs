@@ -14,6 +14,7 @@
 //! | `tensorboard/` | TensorBoard event files (`tensorboard --logdir runs/NAME/tensorboard`) |
 //! | `metrics.csv`, `arena.csv` | one row per iteration, one row per arena match |
 //! | `games.pgn` | sample self-play games of each iteration |
+//! | `lock` | held (advisory lock) while an `xqz train` runs here: a second one is refused |
 //!
 //! TensorBoard scalars: per optimizer step `loss/*`, `policy/entropy`, `value/accuracy`,
 //! `train/learning_rate`, `train/grad_norm`; per iteration (x = iteration) `selfplay/*` (games/s,
@@ -81,6 +82,27 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let run_dir = args.run_dir.clone().unwrap_or_else(|| Path::new("runs").join(&name));
     fs::create_dir_all(&run_dir)
         .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
+    // One trainer per run directory: an advisory lock on `RUN/lock`, held until this process
+    // ends (the system releases it on any exit, kill -9 included).
+    let lock_path = run_dir.join("lock");
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "another xqz train is using the run directory {} (it holds {}); stop it first or \
+             choose another --run-dir",
+            run_dir.display(),
+            lock_path.display()
+        ),
+        Err(fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+        }
+    }
     let paths = RunPaths::under(&run_dir);
     let mut training = if args.resume {
         TrainingRun::resume(config.run_config(), paths.clone())?
