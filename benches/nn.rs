@@ -8,35 +8,11 @@
 
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use xiangqi::env::{self, INPUT_SIZE, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SIZE};
-use xiangqi::{Game, Position, RuleSet};
-use xiangqi_nn::{InferenceNet, Net, NetConfig, TrainBatch, TrainConfig, Trainer, cpu_device};
-use xiangqi_search::SearchGame;
+mod common;
 
-/// Planes of `n` positions from pseudo-random games (a fixed LCG), so that the inputs look like
-/// real ones.
-fn positions(n: usize) -> Vec<f32> {
-    let mut planes = vec![0.0; n * INPUT_SIZE];
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut game = Game::new(Position::start(), RuleSet::Asian);
-    let mut moves = Vec::new();
-    for chunk in planes.chunks_exact_mut(INPUT_SIZE) {
-        moves.clear();
-        game.legal_moves_into(&mut moves);
-        if moves.is_empty() || game.len() > 150 {
-            game = Game::new(Position::start(), RuleSet::Asian);
-            moves.clear();
-            game.legal_moves_into(&mut moves);
-        }
-        env::encode_planes(&game, chunk);
-        state =
-            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        let m = moves[(state >> 33) as usize % moves.len()];
-        SearchGame::play(&mut game, m);
-    }
-    planes
-}
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use xiangqi::env::{INPUT_SIZE, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SIZE};
+use xiangqi_nn::{InferenceNet, Net, NetConfig, TrainBatch, TrainConfig, Trainer, cpu_device};
 
 fn net_config() -> NetConfig {
     NetConfig::new(6, 64)
@@ -49,7 +25,7 @@ fn inference(c: &mut Criterion) {
     let folded = InferenceNet::from_net(&net, &device).unwrap();
     let mut group = c.benchmark_group("inference");
     for batch in [1usize, 16, 64, 256] {
-        let planes = positions(batch);
+        let planes = common::positions(batch, 150);
         group.throughput(Throughput::Elements(batch as u64));
         group.bench_with_input(BenchmarkId::new("folded", batch), &planes, |b, planes| {
             b.iter(|| {
@@ -82,7 +58,7 @@ fn inference(c: &mut Criterion) {
 
 fn training(c: &mut Criterion) {
     let batch = 256;
-    let planes = positions(batch);
+    let planes = common::positions(batch, 150);
     let mut samples = TrainBatch::with_capacity(batch);
     for (i, p) in planes.chunks_exact(INPUT_SIZE).enumerate() {
         let mut policy = vec![0.0; POLICY_SIZE];

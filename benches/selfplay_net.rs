@@ -18,12 +18,12 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde::Deserialize;
-use xiangqi::env::{self, INPUT_SIZE};
-use xiangqi::{Game, Position, RuleSet};
 use xiangqi_nn::{InferenceNet, Net, NetConfig, NnEvaluator, cpu_device};
-use xiangqi_search::{SearchConfig, SearchGame, SelfPlayConfig, play_games};
+use xiangqi_search::{SearchConfig, SelfPlayConfig, play_games};
 
 const GAMES: u64 = 64;
 const LENGTH_CAP: u32 = 40;
@@ -40,28 +40,6 @@ fn configs() -> (NetConfig, SearchConfig, SelfPlayConfig) {
     let c: CpuToml = toml::from_str(text).expect("configs/cpu.toml parses");
     let selfplay = SelfPlayConfig { length_cap: LENGTH_CAP, seed: 3, ..c.selfplay };
     (c.network, c.search, selfplay)
-}
-
-/// Planes of `n` positions along a pseudo-random game (fixed LCG).
-fn positions(n: usize) -> Vec<f32> {
-    let mut planes = vec![0.0; n * INPUT_SIZE];
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut game = Game::new(Position::start(), RuleSet::Asian);
-    let mut moves = Vec::new();
-    for chunk in planes.chunks_exact_mut(INPUT_SIZE) {
-        moves.clear();
-        game.legal_moves_into(&mut moves);
-        if moves.is_empty() || game.len() > LENGTH_CAP as usize {
-            game = Game::new(Position::start(), RuleSet::Asian);
-            moves.clear();
-            game.legal_moves_into(&mut moves);
-        }
-        env::encode_planes(&game, chunk);
-        state =
-            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        SearchGame::play(&mut game, moves[(state >> 33) as usize % moves.len()]);
-    }
-    planes
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -97,7 +75,7 @@ fn bench(c: &mut Criterion) {
     });
 
     let batch = median(runs.iter().map(|r| r.2).collect()).round().max(1.0) as usize;
-    let planes = positions(batch);
+    let planes = common::positions(batch, LENGTH_CAP as usize);
     group.throughput(Throughput::Elements(batch as u64));
     let mut raw = Vec::new();
     group.bench_function("raw_inference", |b| {
