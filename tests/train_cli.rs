@@ -28,6 +28,21 @@ fn train(dir: &Path, extra: &[&str]) -> Output {
     xqz().args(&args).output().expect("xqz runs")
 }
 
+/// `xqz train --quiet --threads 1 --config configs/tiny.toml --run-dir DIR EXTRA...` in the
+/// background, its standard error piped.
+fn spawn_tiny(dir: &Path, extra: &[&str]) -> std::process::Child {
+    xqz()
+        .args(["train", "--quiet", "--threads", "1", "--config"])
+        .arg(tiny())
+        .arg("--run-dir")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("xqz runs")
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -285,16 +300,7 @@ fn a_run_killed_at_any_moment_resumes_cleanly() {
 #[test]
 fn ctrl_c_writes_a_checkpoint_and_exits_cleanly() {
     let dir = run_dir("sigint");
-    let config = tiny();
-    let child = xqz()
-        .args(["train", "--quiet", "--threads", "1", "--config"])
-        .arg(&config)
-        .arg("--run-dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_tiny(&dir, &[]);
     // Wait for the first iteration's checkpoint, then interrupt.
     let start = Instant::now();
     while checkpoints(&dir).len() < 2 && start.elapsed() < Duration::from_secs(60) {
@@ -334,15 +340,7 @@ fn without_a_terminal_the_progress_lines_still_reach_the_log() {
 #[test]
 fn a_second_trainer_on_the_same_run_directory_is_refused() {
     let dir = run_dir("locked");
-    let config = tiny();
-    let mut first = xqz()
-        .args(["train", "--quiet", "--threads", "1", "--iterations", "6", "--config"])
-        .arg(&config)
-        .arg("--run-dir")
-        .arg(&dir)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut first = spawn_tiny(&dir, &["--iterations", "6"]);
     // Wait until the first one has started (its run directory has its config).
     let started = Instant::now();
     while !dir.join("config.toml").exists() && started.elapsed() < Duration::from_secs(20) {
