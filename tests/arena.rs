@@ -276,3 +276,115 @@ fn a_run_directory_plays_its_newest_checkpoint() {
     assert!(stdout(&o).contains("A: ckpt-000001"), "{}", stdout(&o));
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// Runs `xqz ARGS`, killing it and failing the test if it has not ended within `limit`.
+fn xqz_within(args: &[&str], limit: std::time::Duration) -> Output {
+    use std::io::Read as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("xqz {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    Output { status, stdout: out_reader.join().unwrap(), stderr: err_reader.join().unwrap() }
+}
+
+#[test]
+fn flooding_engines_lose_on_time_and_their_children_are_killed() {
+    use std::time::Duration;
+    let dir = scratch("flood");
+    // A program that writes without end and never answers the handshake.
+    let o = xqz_within(
+        &["arena", "--a", "uci:yes", "--b", "random", "--games", "2", "--movetime", "100"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("uciok"), "{}", stderr(&o));
+
+    // An engine that answers the handshake, starts a child of its own, and floods `info`
+    // lines instead of a bestmove: it loses each game on time, and its child dies with it.
+    let pids = dir.join("children");
+    let script = format!(
+        "#!/bin/sh\nwhile read -r line; do\n  case \"$line\" in\n    uci) sleep 100 & echo $! >> \
+         '{}'; echo 'id name flood'; echo uciok;;\n    isready) echo readyok;;\n    go*) while :; \
+         do echo 'info depth 1 score cp 0 pv e0e1'; done;;\n    quit) exit 0;;\n  esac\ndone\n",
+        pids.display()
+    );
+    let path = dir.join("flood.sh");
+    fs::write(&path, script).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let engine = format!("uci:{}", path.display());
+    let o = xqz_within(
+        &[
+            "arena",
+            "--a",
+            "random",
+            "--b",
+            &engine,
+            "--games",
+            "2",
+            "--movetime",
+            "50",
+            "--margin",
+            "200",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    assert_eq!(row(&table, "A total")[4], 100.0, "{table}");
+    assert_eq!(forfeits(&table, "B")[1], 2.0, "{table}");
+    // Every child the engine started is gone (or a zombie awaiting its reaper).
+    std::thread::sleep(Duration::from_millis(200));
+    let started = fs::read_to_string(&pids).unwrap();
+    assert!(started.lines().count() >= 2, "{started}");
+    for pid in started.lines() {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next();
+        assert!(matches!(state, None | Some("Z" | "X")), "child {pid} still runs: {stat}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn engine_commands_take_shell_quoting() {
+    let dir = scratch("quoted dir");
+    let engine = fake_engine(&dir, "illegal");
+    let path = engine.strip_prefix("uci:").unwrap();
+    // The script's path holds a space: quoted, it starts; split at white space, it would not.
+    let quoted = format!("uci:'{path}'");
+    let o = xqz(&["arena", "--a", "random", "--b", &quoted, "--games", "2", "--movetime", "10"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("B: uci:fake"), "{}", stdout(&o));
+    let o = xqz(&["arena", "--a", "random", "--b", "uci:'unbalanced", "--games", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("quotes"), "{}", stderr(&o));
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -8,7 +8,8 @@
 //!   `--movetime`; `--a-option NAME=VALUE` sets a `[search]` key (`c_puct=2.0`,
 //!   `algorithm=gumbel`, ...);
 //! * `uci:COMMAND` or `ucci:COMMAND`: an external engine run as a subprocess (the command is
-//!   split at white space, no quoting); `--a-option NAME=VALUE` becomes `setoption`, and
+//!   split into words as a POSIX shell splits them: `'...'`, `"..."` and `\` quote, nothing is
+//!   expanded); `--a-option NAME=VALUE` becomes `setoption`, and
 //!   `--a-ranks 1` reads and writes its moves with ranks 1–10 (Fairy-Stockfish). See
 //!   [`crate::engine`];
 //! * a network: `net:DIR` or a checkpoint directory of `xqz train` (`ckpt-NNNNNN`), searched
@@ -186,7 +187,11 @@ fn parse_player(
         if options.is_empty() { Ok(()) } else { bail!("player '{name}' takes no options") }
     };
     let engine = |protocol, command: &str| -> anyhow::Result<PlayerSpec> {
-        let command: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+        let Some(command) = shlex::split(command) else {
+            bail!(
+                "player '{spec}': unbalanced quotes or a trailing backslash in the engine command"
+            );
+        };
         if command.is_empty() {
             bail!("player '{spec}': empty engine command");
         }
@@ -374,7 +379,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(f) = &game.forfeit {
             let who = if f.loser == xiangqi::Color::Red { &game.red } else { &game.black };
             bar.suspend(|| {
-                eprintln!(
+                errln!(
                     "game {}: {who} ({}) loses by {}: {}",
                     game.record.game_id + 1,
                     f.loser,
@@ -450,7 +455,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     print_table([&names[0], &names[1]], &stats, &config);
     if let Some(c) = batches.filter(|c| c.batches > 0) {
-        eprintln!("{}", batch_line(&c));
+        errln!("{}", batch_line(&c));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -19,6 +19,12 @@
 //! (or 60 s for a node-limited search, 10 s for the handshake), closes its output, or names
 //! something that is not a move loses the game (timeout, crash, illegal move); after a timeout
 //! or a crash the process is killed and a fresh one is started for the next game.
+//!
+//! A hostile engine cannot hang the arena or exhaust its memory: every deadline is checked on
+//! each line read (an engine that floods `info` lines still loses on time), at most
+//! [`LINE_QUEUE`] lines wait in the queue (the reader then stops reading and the engine blocks
+//! on its full pipe), a line is cut at [`MAX_LINE`] bytes, and the engine runs in a process
+//! group of its own that is killed as a whole (children of a script engine included).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -52,7 +58,8 @@ impl Protocol {
 pub struct EngineSpec {
     /// The protocol.
     pub protocol: Protocol,
-    /// The program and its arguments (the command split at white space; no quoting).
+    /// The program and its arguments (the command split as a POSIX shell splits words:
+    /// quotes and backslashes work, nothing is expanded).
     pub command: Vec<String>,
     /// Options to set after the handshake, `(name, value)`.
     pub options: Vec<(String, String)>,
@@ -66,6 +73,10 @@ const DEFAULT_NODES: u32 = 800;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a search without a move time may take.
 const NODES_TIMEOUT: Duration = Duration::from_secs(60);
+/// Lines of the engine's output that may wait unread.
+const LINE_QUEUE: usize = 1024;
+/// The longest line kept (bytes); the rest of a longer line is read and dropped.
+const MAX_LINE: usize = 64 * 1024;
 
 /// A running engine process.
 struct Process {
@@ -88,11 +99,16 @@ impl Process {
             .command
             .first()
             .ok_or_else(|| PlayerError::Crashed("empty engine command".to_string()))?;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(&spec.command[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::null());
+        // A process group of its own, so that a kill reaches the engine's children too.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command
             .spawn()
             .map_err(|e| PlayerError::Crashed(format!("cannot start '{program}': {e}")))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -100,13 +116,14 @@ impl Process {
             let _ = child.wait();
             return Err(PlayerError::Crashed("no pipes to the engine".to_string()));
         };
-        let (tx, lines) = mpsc::channel();
+        // Bounded: when the arena does not keep up, the reader blocks and so does the engine.
+        let (tx, lines) = mpsc::sync_channel(LINE_QUEUE);
         thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             let mut buf = Vec::new();
             loop {
                 buf.clear();
-                match reader.read_until(b'\n', &mut buf) {
+                match read_line_capped(&mut reader, &mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
                         let line = String::from_utf8_lossy(&buf).trim().to_string();
@@ -165,20 +182,46 @@ impl Process {
     }
 
     fn send(&mut self, line: &str) -> Result<(), PlayerError> {
-        writeln!(self.stdin, "{line}")
-            .and_then(|()| self.stdin.flush())
-            .map_err(|e| PlayerError::Crashed(format!("cannot write to the engine: {e}")))
+        let result = writeln!(self.stdin, "{line}").and_then(|()| self.stdin.flush());
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                let status = match self.child.try_wait() {
+                    Ok(Some(s)) => format!(" ({s})"),
+                    _ => String::new(),
+                };
+                Err(PlayerError::Crashed(format!(
+                    "the engine exited or closed its input{status}; cannot send '{line}'"
+                )))
+            }
+            Err(e) => Err(PlayerError::Crashed(format!("cannot write to the engine: {e}"))),
+        }
     }
 
-    /// Reads lines until `f` accepts one or the deadline passes.
+    /// Kills the engine and every process of its group, and reaps it.
+    fn kill(&mut self) {
+        #[cfg(unix)]
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            use nix::sys::signal::{Signal, killpg};
+            let _ = killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Reads lines until `f` accepts one or the deadline passes. The deadline is checked
+    /// before every line, so an engine that writes without pause still runs out of time.
     fn wait_for<T>(
         &self,
         deadline: Instant,
         mut f: impl FnMut(&str) -> Option<T>,
     ) -> Result<T, WaitError> {
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(WaitError::Timeout);
+            }
+            match self.lines.recv_timeout(deadline - now) {
                 Ok(line) => {
                     if let Some(t) = f(&line) {
                         return Ok(t);
@@ -220,8 +263,35 @@ impl Drop for Process {
             }
             thread::sleep(Duration::from_millis(5));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
+    }
+}
+
+/// Reads one line (up to and without caring for its `\n`) into `buf`, keeping at most
+/// [`MAX_LINE`] bytes of it; returns the bytes consumed (0 at the end of the stream).
+fn read_line_capped(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(consumed);
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..=i], true),
+            None => (available, false),
+        };
+        let room = MAX_LINE.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let n = chunk.len();
+        reader.consume(n);
+        consumed += n;
+        if done {
+            return Ok(consumed);
+        }
     }
 }
 
@@ -267,8 +337,7 @@ impl EnginePlayer {
         let result = self.process().and_then(|p| f(p, &spec));
         if matches!(result, Err(PlayerError::Timeout(_) | PlayerError::Crashed(_))) {
             if let Some(p) = self.process.as_mut() {
-                let _ = p.send("stop");
-                let _ = p.child.kill();
+                p.kill();
             }
             self.process = None;
         }
