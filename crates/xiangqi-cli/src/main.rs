@@ -19,6 +19,15 @@ macro_rules! outln {
     ($($arg:tt)*) => { $crate::write_stdout(format_args!($($arg)*), true) };
 }
 
+/// `eprintln!` that never panics: a closed or full standard error (`xqz train 2>&1 | head -1`,
+/// `2>/dev/full`) must not stop a run, so a failed write of a log line is ignored.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Exit status after standard output was closed by its reader (128 + SIGPIPE, as a shell
 /// reports a process ended by the signal).
 pub const EXIT_CLOSED_PIPE: i32 = 141;
@@ -36,7 +45,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
             std::process::exit(EXIT_CLOSED_PIPE)
         }
         Err(e) => {
-            eprintln!("error: cannot write to standard output: {e}");
+            errln!("error: cannot write to standard output: {e}");
             std::process::exit(1);
         }
     }
@@ -83,6 +92,20 @@ enum Command {
 /// Exit status for bad input (an illegal move, a malformed FEN, ...).
 pub const EXIT_BAD_INPUT: u8 = 2;
 
+/// The error and its causes, joined by `: `, leaving out a cause whose text the message already
+/// holds (many errors print their cause and also return it as their source).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut message = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -97,7 +120,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {}", error_chain(&e));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

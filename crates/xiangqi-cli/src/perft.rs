@@ -42,7 +42,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let secs = start.elapsed().as_secs_f64();
     outln!("Nodes searched: {nodes}");
-    eprintln!(
+    errln!(
         "time {:.3} s, {:.2} M nodes/s",
         secs,
         if secs > 0.0 { nodes as f64 / secs / 1e6 } else { 0.0 }

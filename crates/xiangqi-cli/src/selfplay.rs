@@ -104,6 +104,9 @@ fn progress_message(s: &SelfPlayStats) -> String {
 
 /// Runs the command.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    if args.games == 0 {
+        anyhow::bail!("--games 0: nothing to play; give at least 1");
+    }
     let mut config = ConfigFile::load(&args.config)?;
     if let Some(t) = args.threads {
         config.selfplay.threads = t;
@@ -154,7 +157,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     out.pgn.get_ref().sync_all().context("syncing games.pgn")?;
     bar.finish_with_message(progress_message(&stats));
 
-    eprintln!(
+    errln!(
         "{} games ({} red wins, {} draws, {} black wins), {} moves, {} simulations in {:.1} s",
         stats.games_finished,
         stats.results[0],
@@ -169,8 +172,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .filter(|r| stats.reasons[r.index()] > 0)
         .map(|r| format!("{r} {}", stats.reasons[r.index()]))
         .collect();
-    eprintln!("endings: {}", reasons.join(", "));
-    eprintln!(
+    errln!("endings: {}", reasons.join(", "));
+    errln!(
         "evaluator: {} batches, mean {:.1} states (fill {:.0}%), busy {:.0}% of wall time",
         stats.batches,
         stats.evaluations as f64 / stats.batches.max(1) as f64,
@@ -178,7 +181,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         100.0 * stats.busy_fraction()
     );
     if let Some(rate) = stats.resign_false_positive_rate() {
-        eprintln!(
+        errln!(
             "resignation: {} resigned; {} of {} no-resign games would have, false positive rate {:.1}%",
             stats.resignations,
             stats.would_have_resigned,
@@ -186,6 +189,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             100.0 * rate
         );
     }
-    eprintln!("wrote {} shard(s) and games.pgn to {}", out.shards_written, args.out.display());
+    errln!("wrote {} shard(s) and games.pgn to {}", out.shards_written, args.out.display());
     Ok(ExitCode::SUCCESS)
 }
