@@ -101,3 +101,12 @@ fn selfplay_config_errors_name_file_and_key() {
     assert!(stderr.contains("bad.toml") && stderr.contains("selfplay.max_batch"), "{stderr}");
     fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn zero_games_is_refused_and_writes_nothing() {
+    let out = scratch("zero");
+    let o = xqz(&["selfplay", "--config", &tiny(), "--games", "0", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--games 0"));
+    assert!(!out.exists(), "an output directory was made");
+}

@@ -356,3 +356,349 @@ fn a_second_trainer_on_the_same_run_directory_is_refused() {
     assert!(o.status.success(), "{}", stderr(&o));
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// `configs/tiny.toml` with `key = value` lines of `[loop]` (or any section) replaced, written
+/// beside (not inside) the run directory.
+fn tiny_with(name: &str, changes: &[(&str, &str)]) -> PathBuf {
+    let mut text = fs::read_to_string(tiny()).unwrap();
+    for (key, value) in changes {
+        let start = text
+            .lines()
+            .find(|l| l.split('=').next().is_some_and(|k| k.trim() == *key))
+            .unwrap_or_else(|| panic!("tiny.toml has no {key}"))
+            .to_string();
+        text = text.replace(&start, &format!("{key} = {value}"));
+    }
+    let path = std::env::temp_dir().join(format!("xqz-tiny-{name}-{}.toml", std::process::id()));
+    fs::write(&path, text).unwrap();
+    path
+}
+
+/// The iteration (first field) of every data row of a CSV file.
+fn csv_iterations(path: &Path) -> Vec<u64> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().parse().expect("an iteration"))
+        .collect()
+}
+
+/// The `iteration` counter of a checkpoint's manifest.
+fn manifest_counter(ckpt: &Path, name: &str) -> u64 {
+    let text = fs::read_to_string(ckpt.join("manifest.toml")).expect("manifest");
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{name} = ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The "N iterations done" figure of the start line of `xqz train`.
+fn iterations_done(log: &str) -> u64 {
+    let line = log.lines().find(|l| l.starts_with("xqz train: run")).expect("a start line");
+    let (_, rest) = line.split_once(" (").unwrap();
+    rest.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn pruning_never_removes_the_newest_checkpoint_and_ignores_foreign_folders() {
+    let dir = run_dir("prune");
+    let config = tiny_with("prune", &[("keep_checkpoints", "1"), ("arena_every", "0")]);
+    let config = config.to_str().unwrap();
+    let o = train(&dir, &["--config", config, "--iterations", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000003"]);
+    // A folder that is not a checkpoint, named like a newer one, is passed over with a warning
+    // and neither resumed from nor counted by the pruning.
+    fs::create_dir(dir.join("checkpoints/ckpt-000099")).unwrap();
+    let o = train(&dir, &["--resume", "--iterations", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("ckpt-000099") && log.contains("not a checkpoint"), "{log}");
+    assert_eq!(iterations_done(&log), 3, "{log}");
+    assert!(log.contains("checkpoint ") && log.contains("ckpt-000005"), "{log}");
+    assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000005", "ckpt-000099"]);
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(iterations_done(&stderr(&o)), 5, "{}", stderr(&o));
+    assert_eq!(csv_iterations(&dir.join("metrics.csv")), [1, 2, 3, 4, 5, 6]);
+
+    // An export written into checkpoints/ under a checkpoint's name is not the run's newest
+    // net: the arena plays ckpt-000006, and says what it passed over.
+    let out = dir.join("checkpoints/ckpt-000100");
+    let o = xqz()
+        .args(["export", "--checkpoint"])
+        .arg(dir.join("checkpoints/ckpt-000000"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = xqz()
+        .args(["arena", "--b", "random", "--games", "2", "--sims", "4", "--a"])
+        .arg(format!("net:{}", dir.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("A: ckpt-000006"), "{table}");
+    assert!(stderr(&o).contains("ckpt-000100"), "{}", stderr(&o));
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn damaged_checkpoints_are_named_never_pruned_into_and_never_duplicate_metrics() {
+    let dir = run_dir("damaged");
+    let config = tiny_with("damaged", &[("keep_checkpoints", "1"), ("arena_every", "0")]);
+    let config = config.to_str().unwrap();
+    let o = train(&dir, &["--config", config, "--iterations", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // A truncated weights file: the resume names the checkpoint and why, falls back to the one
+    // before (here the initial net), and metrics.csv keeps one row per iteration.
+    let model = dir.join("checkpoints/ckpt-000003/model.bpk");
+    let f = fs::OpenOptions::new().write(true).open(&model).unwrap();
+    f.set_len(1000).unwrap();
+    drop(f);
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("ckpt-000003") && log.contains("truncated"), "{log}");
+    assert_eq!(iterations_done(&log), 0, "{log}");
+    // The new ckpt-000001 is kept; the damaged newer one is left for the user to see.
+    assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000001", "ckpt-000003"]);
+    assert_eq!(csv_iterations(&dir.join("metrics.csv")), [1]);
+
+    // A flipped byte in the optimizer state: named again, and the resume now starts from the
+    // newest good checkpoint (1), not from 0.
+    let optim = dir.join("checkpoints/ckpt-000003/optimizer.bpk");
+    let mut bytes = fs::read(&optim).unwrap();
+    bytes[100] ^= 0x40;
+    fs::write(&optim, bytes).unwrap();
+    let o = train(&dir, &["--resume", "--iterations", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("ckpt-000003"), "{log}");
+    assert_eq!(iterations_done(&log), 1, "{log}");
+    // Iteration 3 was written anew over the damaged one; it loads now.
+    assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000004"]);
+    assert_eq!(csv_iterations(&dir.join("metrics.csv")), [1, 2, 3, 4]);
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("passed over"), "{}", stderr(&o));
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn metrics_keep_one_row_per_iteration_after_kills_at_checkpoint_time() {
+    let dir = run_dir("kill-rows");
+    let config = tiny();
+    // Kill -9 the moment a new checkpoint appears (the row used to be written after it), and
+    // at a few other moments, then resume.
+    let mut first = true;
+    for round in 0..6 {
+        let mut child = if first {
+            first = false;
+            xqz()
+                .args(["train", "--quiet", "--threads", "1", "--iterations", "40", "--config"])
+                .arg(&config)
+                .arg("--run-dir")
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        } else {
+            xqz()
+                .args(["train", "--quiet", "--threads", "1", "--resume", "--run-dir"])
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let before = checkpoints(&dir);
+        let start = Instant::now();
+        if round % 2 == 0 {
+            while checkpoints(&dir).iter().all(|c| before.contains(c) || c == "ckpt-000000")
+                && start.elapsed() < Duration::from_secs(60)
+            {
+                sleep(Duration::from_millis(1));
+            }
+        } else {
+            sleep(Duration::from_millis(300 + 400 * round));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let newest = checkpoints(&dir).last().unwrap().clone();
+    let done = manifest_counter(&dir.join("checkpoints").join(&newest), "iteration");
+    assert!(done >= 3, "{newest}");
+    let rows = csv_iterations(&dir.join("metrics.csv"));
+    assert_eq!(rows, (1..=done).collect::<Vec<_>>(), "metrics.csv iterations");
+    // Arena rows: every arena (every 2 iterations) exactly once per opponent.
+    let arena = fs::read_to_string(dir.join("arena.csv")).unwrap();
+    let mut pairs: Vec<(u64, String)> = arena
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            (cells[0].parse().unwrap(), cells[2].to_string())
+        })
+        .collect();
+    let n = pairs.len();
+    pairs.sort();
+    pairs.dedup();
+    assert_eq!(pairs.len(), n, "a repeated arena row: {arena}");
+    for it in (2..=done).step_by(2) {
+        assert_eq!(pairs.iter().filter(|(i, _)| *i == it).count(), 3, "arena {it}: {arena}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_closed_or_full_standard_error_does_not_stop_training() {
+    let dir = run_dir("stderr-full");
+    let full = fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let o = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--iterations", "2", "--config"])
+        .arg(tiny())
+        .arg("--run-dir")
+        .arg(&dir)
+        .stderr(Stdio::from(full))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "exit {:?}", o.status);
+    assert_eq!(checkpoints(&dir).len(), 3);
+    let _ = fs::remove_dir_all(&dir);
+
+    // Standard error read by a reader that goes away at once (`2>&1 | head -1`).
+    let dir = run_dir("stderr-closed");
+    let mut child = spawn_tiny(&dir, &["--iterations", "3"]);
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit {status:?}");
+    assert_eq!(csv_iterations(&dir.join("metrics.csv")), [1, 2, 3]);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctrl_c_in_the_first_iteration_keeps_its_steps() {
+    let dir = run_dir("sigint-first");
+    let config = tiny_with(
+        "sigint-first",
+        &[("train_ratio", "100.0"), ("batch_size", "256"), ("arena_every", "0")],
+    );
+    let child = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !dir.join("shards/shard-000001.npz").exists() && start.elapsed() < Duration::from_secs(60)
+    {
+        sleep(Duration::from_millis(5));
+    }
+    sleep(Duration::from_millis(200));
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("stopped: 0 iterations"), "interrupted too late? {err}");
+    let partial = dir.join("checkpoints/ckpt-000001");
+    let steps = manifest_step(&partial);
+    assert!(steps > 0, "{err}");
+    assert_eq!(manifest_counter(&partial, "steps_in_iteration"), steps);
+    assert!(
+        err.contains(&format!("{steps} optimizer steps")) && err.contains("ckpt-000001"),
+        "{err}"
+    );
+    // The initial network is untouched, and a resume continues the first iteration's steps.
+    assert_eq!(manifest_step(&dir.join("checkpoints/ckpt-000000")), 0);
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(manifest_counter(&partial, "iteration"), 1);
+    assert_eq!(manifest_counter(&partial, "steps_in_iteration"), 0);
+    assert!(manifest_step(&partial) > steps);
+    assert_eq!(csv_iterations(&dir.join("metrics.csv")), [1]);
+    let _ = fs::remove_dir_all(&dir);
+
+    // One iteration cannot be made endless.
+    let config = tiny_with("ratio", &[("train_ratio", "1e30")]);
+    let o = train(&run_dir("ratio"), &["--config", config.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("loop.train_ratio"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_new_run_never_overwrites_or_appends_to_a_users_files() {
+    let dir = run_dir("users-files");
+    fs::create_dir_all(&dir).unwrap();
+    let mine = "# my own notes\n[loop]\nseed = 7\n";
+    fs::write(dir.join("config.toml"), mine).unwrap();
+    fs::write(dir.join("metrics.csv"), "a,b\n1,2\n").unwrap();
+    let o = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--iterations", "1", "--config"])
+        .arg(dir.join("config.toml"))
+        .arg("--run-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
+    assert_eq!(fs::read_to_string(dir.join("config.toml")).unwrap(), mine);
+    assert_eq!(fs::read_to_string(dir.join("metrics.csv")).unwrap(), "a,b\n1,2\n");
+    assert!(!dir.join("lock").exists() && !dir.join("checkpoints").exists());
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn resume_errors_say_what_is_missing_and_create_nothing() {
+    let dir = run_dir("no-such-run");
+    let o = train(&dir, &["--resume"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no such directory"), "{}", stderr(&o));
+    assert!(!dir.exists(), "a lock or folder was left behind");
+
+    let dir = run_dir("no-config");
+    let o = train(&dir, &["--config", tiny().to_str().unwrap(), "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    fs::remove_file(dir.join("config.toml")).unwrap();
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let log = stderr(&o);
+    assert!(log.contains("config.toml") && log.contains("missing"), "{log}");
+    assert!(!log.contains("differs"), "{log}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tiny_toml_stops_by_itself() {
+    // The preset promises a smoke run that ends on its own (its budget, not --iterations).
+    let dir = run_dir("tiny-budget");
+    let mut child = spawn_tiny(&dir, &[]);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(240) {
+            let _ = child.kill();
+            panic!("configs/tiny.toml ran for four minutes without stopping");
+        }
+        sleep(Duration::from_millis(100));
+    };
+    assert!(status.success());
+    let mut log = String::new();
+    use std::io::Read as _;
+    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    assert!(log.contains("budget spent"), "{log}");
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -77,6 +77,13 @@ impl ConfigFile {
     pub fn load(path: &Path) -> anyhow::Result<ConfigFile> {
         let text = fs::read_to_string(path)
             .with_context(|| format!("cannot read config {}", path.display()))?;
+        if text.trim().is_empty() {
+            errln!(
+                "warning: config {} is empty: every key takes its built-in default (the defaults \
+                 of the config structs, not configs/cpu.toml)",
+                path.display()
+            );
+        }
         ConfigFile::parse(&text, &path.display().to_string())
     }
 }

@@ -20,9 +20,13 @@ pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
     }
     let dir = path.join("checkpoints");
     if dir.is_dir() {
-        let all = xiangqi_nn::pipeline::list_checkpoints(&dir)
+        let scan = xiangqi_nn::pipeline::scan_checkpoints(&dir)
             .with_context(|| format!("cannot list the checkpoints in '{}'", dir.display()))?;
-        return match all.last() {
+        // An export or a stray folder in checkpoints/ is never taken for the run's newest net.
+        for (path, reason) in &scan.ignored {
+            errln!("warning: passed over {}: {reason}", path.display());
+        }
+        return match scan.checkpoints.last() {
             Some((_, newest)) => Ok(newest.clone()),
             None => anyhow::bail!("the run '{}' has no checkpoint yet", path.display()),
         };

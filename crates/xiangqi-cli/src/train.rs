@@ -80,6 +80,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
 
     let run_dir = args.run_dir.clone().unwrap_or_else(|| Path::new("runs").join(&name));
+    // Nothing is created before the directory is known to be the right kind: a run to resume,
+    // or a new or empty directory for a new run (a user's own files are never overwritten).
+    check_run_dir(&run_dir, args.resume)?;
     fs::create_dir_all(&run_dir)
         .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
     // One trainer per run directory: an advisory lock on `RUN/lock`, held until this process
@@ -109,6 +112,28 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         TrainingRun::create(config.run_config(), paths.clone())?
     };
+    for (path, reason) in training.skipped() {
+        errln!("warning: passed over {}: {reason}", path.display());
+    }
+    if args.resume {
+        if !training.skipped().is_empty() {
+            errln!(
+                "warning: resuming from iteration {} (the newest checkpoint that loads)",
+                training.iteration()
+            );
+        }
+        // Reports of iterations (and arenas) after the checkpoint are played again: drop them,
+        // so that each completed iteration has exactly one row.
+        let last_arena = training.last_arena_iteration().unwrap_or(0);
+        for (file, keep_to) in [("metrics.csv", training.iteration()), ("arena.csv", last_arena)] {
+            let dropped = truncate_csv(&run_dir.join(file), keep_to)?;
+            if dropped > 0 {
+                errln!(
+                    "{file}: dropped {dropped} row(s) after iteration {keep_to}, which the resumed run plays again"
+                );
+            }
+        }
+    }
     write_atomically(&run_dir.join("config.toml"), config.to_toml()?.as_bytes())?;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -116,14 +141,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         let stop = Arc::clone(&stop);
         let _ = ctrlc::set_handler(move || {
             if stop.swap(true, Ordering::SeqCst) {
-                eprintln!("\nsecond interrupt: exiting without a checkpoint");
+                errln!("\nsecond interrupt: exiting without a checkpoint");
                 std::process::exit(130);
             }
-            eprintln!("\ninterrupt: finishing the current step and writing a checkpoint");
+            errln!("\ninterrupt: finishing the current step and writing a checkpoint");
         });
     }
     let mut observer = CliObserver::new(&run_dir, stop, args.quiet, &config)?;
-    eprintln!(
+    errln!(
         "xqz train: run '{}' in {} ({} iterations done, {} steps); TensorBoard: tensorboard --logdir {}",
         name,
         run_dir.display(),
@@ -139,7 +164,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .ok()
         .and_then(|c| c.last().map(|(_, d)| d.clone()))
         .unwrap_or_else(|| paths.checkpoints.clone());
-    eprintln!(
+    errln!(
         "{}: {} iterations, {} optimizer steps, {} self-play samples, {:.1} min; checkpoint {}",
         match reason {
             StopReason::Interrupted => "stopped",
@@ -175,12 +200,102 @@ fn load_config(args: &Args) -> anyhow::Result<(ConfigFile, String)> {
             let name = dir.file_name().and_then(|s| s.to_str()).unwrap_or("run").to_string();
             return Ok((ConfigFile::load(&resolved)?, name));
         }
+        if dir.join("checkpoints").is_dir() {
+            anyhow::bail!(
+                "cannot resume {}: its resolved config {} is missing; pass the run's config with                  --config FILE",
+                dir.display(),
+                resolved.display()
+            );
+        }
     }
     Ok((ConfigFile::parse(BUILTIN_CPU, "built-in configs/cpu.toml")?, "cpu".to_string()))
 }
 
+/// Refuses a run directory of the wrong kind before anything is created in it: `--resume` needs
+/// a run (a directory with `checkpoints/`); a new run needs a directory that does not exist or
+/// is empty, so that no file of the user's (a `config.toml`, a `metrics.csv`) is overwritten or
+/// appended to.
+fn check_run_dir(dir: &Path, resume: bool) -> anyhow::Result<()> {
+    let entries: Vec<String> = match fs::read_dir(dir) {
+        Ok(e) => {
+            e.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if resume {
+                anyhow::bail!("cannot resume {}: no such directory", dir.display());
+            }
+            return Ok(());
+        }
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("cannot read the run directory {}", dir.display()));
+        }
+    };
+    let is_run = dir.join("checkpoints").is_dir();
+    if resume && !is_run {
+        anyhow::bail!(
+            "cannot resume {}: it is not a run directory (no checkpoints/ in it)",
+            dir.display()
+        );
+    }
+    if !resume && is_run {
+        anyhow::bail!(
+            "'{}' already holds a run (checkpoints found): pass --resume to continue it, or \
+             choose another run directory",
+            dir.display()
+        );
+    }
+    if !resume && !entries.is_empty() {
+        let mut shown: Vec<&str> = entries.iter().map(String::as_str).take(5).collect();
+        shown.sort_unstable();
+        anyhow::bail!(
+            "'{}' is not empty and holds no run ({}{}): a new run needs a new or empty \
+             directory, so that nothing in it is overwritten; choose another --run-dir",
+            dir.display(),
+            shown.join(", "),
+            if entries.len() > 5 { ", ..." } else { "" }
+        );
+    }
+    Ok(())
+}
+
+/// Keeps the header and the rows of a CSV file whose first field, an iteration, is at most
+/// `keep_to` (and the first row of each iteration in `metrics.csv` style files: a row repeated
+/// by an older version is dropped too); rewrites the file atomically if anything is dropped.
+/// Returns how many rows were dropped. A missing file is left missing.
+fn truncate_csv(path: &Path, keep_to: u64) -> anyhow::Result<usize> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut kept = String::with_capacity(text.len());
+    let mut dropped = 0;
+    for (i, line) in text.lines().enumerate() {
+        let iteration = line.split(',').next().and_then(|f| f.parse::<u64>().ok());
+        let keep = match iteration {
+            Some(it) => it <= keep_to,
+            // The header, and a line cut short by a kill while it was written (no complete
+            // iteration field): only the header is kept.
+            None => i == 0,
+        };
+        if keep && (i == 0 || line.contains(',')) {
+            kept.push_str(line);
+            kept.push('\n');
+        } else {
+            dropped += 1;
+        }
+    }
+    if dropped > 0 {
+        write_atomically(path, kept.as_bytes())?;
+    }
+    Ok(dropped)
+}
+
 fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("toml.tmp");
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
     fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
     fs::rename(&tmp, path).with_context(|| format!("cannot rename to {}", path.display()))?;
     Ok(())
@@ -273,7 +388,7 @@ impl CliObserver {
     fn log(&self, line: &str) {
         // A hidden bar (--quiet, or stderr not a terminal: nohup, a log file) prints nothing.
         if self.quiet || self.bar.is_hidden() {
-            eprintln!("{line}");
+            errln!("{line}");
         } else {
             self.bar.println(line);
         }
@@ -394,8 +509,11 @@ impl Observer for CliObserver {
             r.window_samples,
             false_resign.map_or(String::new(), |x| format!("{x:.4}")),
         );
+        // Written through to the file before the iteration's checkpoint (a kill after this line
+        // and before the checkpoint replays the iteration, and the resume drops this row).
         let _ = writeln!(self.metrics, "{row}");
         let _ = self.metrics.flush();
+        let _ = self.metrics.get_ref().sync_data();
         self.tb.flush();
         let games = if played {
             format!(

@@ -88,6 +88,10 @@ impl Default for NetConfig {
     }
 }
 
+/// The most weights of the residual tower (about 0.8 GB of f32, 3.2 GB with Adam's state and
+/// the gradients): far beyond anything trainable here, well below what aborts an allocation.
+const MAX_TOWER_WEIGHTS: f64 = 200e6;
+
 impl NetConfig {
     /// A tower of `blocks` plain residual blocks of `filters` channels, default heads.
     pub fn new(blocks: usize, filters: usize) -> NetConfig {
@@ -117,6 +121,20 @@ impl NetConfig {
         check(channels(self.policy_channels), "network.policy_channels", &reason)?;
         check(channels(self.value_channels), "network.value_channels", &reason)?;
         check(channels(self.value_hidden), "network.value_hidden", &reason)?;
+        // The residual tower's weights dominate: two 3×3 convolutions of filters² per block.
+        // Refused before any allocation, so that a typo cannot abort the process later.
+        let tower = 2.0 * 9.0 * (self.blocks as f64) * (self.filters as f64).powi(2);
+        check(
+            tower <= MAX_TOWER_WEIGHTS,
+            "network.filters",
+            format!(
+                "with network.blocks = {} the tower has {:.0} million weights; at most {:.0} \
+                 million fit in memory with the optimizer state",
+                self.blocks,
+                tower / 1e6,
+                MAX_TOWER_WEIGHTS / 1e6
+            ),
+        )?;
         if self.global != GlobalKind::None {
             check(channels(self.global_channels), "network.global_channels", &reason)?;
             check(

@@ -123,6 +123,15 @@ impl Default for LoopConfig {
     }
 }
 
+/// The most games an iteration may play.
+const MAX_GAMES_PER_ITERATION: u64 = 100_000;
+/// The largest `loop.train_ratio`.
+const MAX_TRAIN_RATIO: f64 = 100.0;
+/// The largest replay window (samples).
+const MAX_WINDOW_SAMPLES: usize = 50_000_000;
+/// The most games of one arena match.
+const MAX_ARENA_GAMES: u32 = 100_000;
+
 impl LoopConfig {
     /// Checks every value.
     ///
@@ -130,11 +139,16 @@ impl LoopConfig {
     /// A [`ConfigError`] naming the first bad key (`loop.<key>`) and why.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |key: &'static str, reason: &str| Err(ConfigError { key, reason: reason.into() });
-        if self.games_per_iteration == 0 {
-            return bad("loop.games_per_iteration", "must be at least 1");
+        if !(1..=MAX_GAMES_PER_ITERATION).contains(&self.games_per_iteration) {
+            return bad("loop.games_per_iteration", "must be between 1 and 100000");
         }
-        if !(self.train_ratio.is_finite() && self.train_ratio > 0.0) {
-            return bad("loop.train_ratio", "must be a positive number");
+        // Bounded so that one iteration's training ends: a sample is trained on at most
+        // MAX_TRAIN_RATIO times on average (AlphaZero-style runs use about 1 to 10).
+        if !(self.train_ratio.is_finite()
+            && self.train_ratio > 0.0
+            && self.train_ratio <= MAX_TRAIN_RATIO)
+        {
+            return bad("loop.train_ratio", "must be a number above 0 and at most 100");
         }
         if self.batch_size == 0 || self.batch_size > 65_536 {
             return bad("loop.batch_size", "must be between 1 and 65536");
@@ -142,14 +156,17 @@ impl LoopConfig {
         if !(0.0..=1.0).contains(&self.value_q_weight) {
             return bad("loop.value_q_weight", "must be between 0 and 1");
         }
-        if self.window_samples == 0 {
-            return bad("loop.window_samples", "must be at least 1");
+        if !(1..=MAX_WINDOW_SAMPLES).contains(&self.window_samples) {
+            return bad("loop.window_samples", "must be between 1 and 50000000");
         }
         if self.min_window_samples > self.window_samples {
             return bad("loop.min_window_samples", "must not exceed loop.window_samples");
         }
         if self.arena_every > 0 && self.arena_games == 0 {
             return bad("loop.arena_games", "must be at least 1 when loop.arena_every > 0");
+        }
+        if self.arena_games > MAX_ARENA_GAMES {
+            return bad("loop.arena_games", "must be at most 100000");
         }
         if !(self.max_hours.is_finite() && self.max_hours >= 0.0) {
             return bad("loop.max_hours", "must be a number >= 0 (0 = no limit)");
@@ -311,7 +328,11 @@ pub trait Observer {
     fn selfplay_progress(&mut self, _stats: &SelfPlayStats) {}
     /// One optimizer step was taken.
     fn step(&mut self, _metrics: &StepMetrics) {}
-    /// An iteration finished (after its checkpoint was written).
+    /// An iteration finished; called just before its checkpoint is written. A run killed
+    /// between the two is resumed from the checkpoint before and plays the iteration again, so
+    /// an observer that keeps reports (a CSV file) drops, on resume, those of iterations after
+    /// [`TrainingRun::iteration`] (and arena reports after
+    /// [`TrainingRun::last_arena_iteration`]).
     fn iteration(&mut self, _report: &IterationReport) {}
     /// An arena match finished.
     fn arena(&mut self, _report: &ArenaReport) {}
@@ -407,6 +428,14 @@ fn push_sample(
         .map_err(|e| format!("sample {i}: {e}"))
 }
 
+/// The cause of a shard error without the shard's path (which [`PipelineError::Shard`] names).
+fn shard_reason(e: &xiangqi_search::ShardError) -> String {
+    match e {
+        xiangqi_search::ShardError::File { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
 fn shard_path(paths: &RunPaths, iteration: u64) -> PathBuf {
     paths.shards.join(format!("shard-{iteration:06}.npz"))
 }
@@ -421,28 +450,88 @@ fn numbered(path: &Path, prefix: &str, suffix: &str) -> Option<u64> {
     name.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok()
 }
 
-/// The checkpoints of a run, oldest first, as `(completed iterations, dir)`; temporary
-/// directories of interrupted writes are skipped.
+/// What [`scan_checkpoints`] found in a run's checkpoint directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckpointScan {
+    /// The run's checkpoints, oldest first, as `(number in the name, dir)`.
+    pub checkpoints: Vec<(u64, PathBuf)>,
+    /// Everything else that is not a temporary of an interrupted write: folders and files that
+    /// are not this run's checkpoints (an empty `ckpt-N`, an export, a checkpoint whose manifest
+    /// is unreadable or names another iteration), with the reason. They are never read, counted
+    /// or pruned.
+    pub ignored: Vec<(PathBuf, String)>,
+}
+
+/// Whether the manifest of `dir`, named `ckpt-<n>`, is a training checkpoint of a run: one with
+/// an optimizer state whose iteration counter is `n`, or `n − 1` with optimizer steps of
+/// iteration `n` already taken (a checkpoint of an interrupted first iteration).
+fn run_checkpoint_problem(dir: &Path, n: u64) -> Option<String> {
+    let manifest = match checkpoint::read_manifest(dir, None) {
+        Ok(m) => m,
+        Err(CheckpointError::NoManifest { .. }) => {
+            return Some(format!("no {}: not a checkpoint", checkpoint::MANIFEST));
+        }
+        Err(e) => return Some(e.to_string()),
+    };
+    if !manifest.has_optimizer() {
+        return Some("a weights-only checkpoint or an export, not a training checkpoint".into());
+    }
+    let it = manifest.counters.get(COUNTER_ITERATION).copied();
+    let steps = manifest.counters.get(COUNTER_STEPS_IN_ITERATION).copied().unwrap_or(0);
+    match it {
+        Some(i) if i == n || (i + 1 == n && steps > 0) => None,
+        Some(i) => Some(format!("its manifest records iteration {i}, not {n}")),
+        None => Some("its manifest has no iteration counter".into()),
+    }
+}
+
+/// The checkpoints of a run, oldest first, and the entries of the directory that are not
+/// ([`CheckpointScan`]). A run's checkpoint is a directory `ckpt-NNNNNN` whose manifest is a
+/// training checkpoint of iteration N; only its manifest is read (a damaged weights file is found
+/// when the checkpoint is loaded). Temporaries of interrupted writes (`.ckpt-*`) are skipped.
+///
+/// # Errors
+/// An I/O error reading the directory (a missing directory gives an empty scan).
+pub fn scan_checkpoints(dir: &Path) -> io::Result<CheckpointScan> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(CheckpointScan::default()),
+        Err(e) => return Err(e),
+    };
+    let mut scan = CheckpointScan::default();
+    for entry in entries {
+        let path = entry?.path();
+        let hidden = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if hidden {
+            continue;
+        }
+        let problem = match numbered(&path, "ckpt-", "") {
+            Some(_) if !path.is_dir() => Some("not a directory".to_string()),
+            Some(n) => match run_checkpoint_problem(&path, n) {
+                None => {
+                    scan.checkpoints.push((n, path));
+                    continue;
+                }
+                Some(p) => Some(p),
+            },
+            None => Some("not named ckpt-NNNNNN".to_string()),
+        };
+        if let Some(reason) = problem {
+            scan.ignored.push((path, reason));
+        }
+    }
+    scan.checkpoints.sort();
+    scan.ignored.sort();
+    Ok(scan)
+}
+
+/// The checkpoints of a run, oldest first, as `(number in the name, dir)`: the checkpoints of
+/// [`scan_checkpoints`], without what it ignores.
 ///
 /// # Errors
 /// An I/O error reading the directory (a missing directory gives an empty list).
 pub fn list_checkpoints(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let path = entry?.path();
-        if let Some(n) = numbered(&path, "ckpt-", "")
-            && path.is_dir()
-        {
-            out.push((n, path));
-        }
-    }
-    out.sort();
-    Ok(out)
+    Ok(scan_checkpoints(dir)?.checkpoints)
 }
 
 /// The mixing of a seed with a counter (SplitMix64), for derived seeds.
@@ -466,6 +555,9 @@ pub struct TrainingRun {
     started: Instant,
     /// The net of the previous arena, for the "previous checkpoint" match.
     last_arena_checkpoint: Option<u64>,
+    /// What `resume` passed over: entries that are not the run's checkpoints, and newer
+    /// checkpoints that could not be loaded, each with the reason.
+    skipped: Vec<(PathBuf, String)>,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -513,6 +605,7 @@ impl TrainingRun {
             elapsed_before: Duration::ZERO,
             started: Instant::now(),
             last_arena_checkpoint: None,
+            skipped: Vec::new(),
         };
         run.save_checkpoint()?;
         Ok(run)
@@ -520,6 +613,9 @@ impl TrainingRun {
 
     /// Resumes the run from its newest readable checkpoint. The network in the config must be
     /// the checkpoint's; the other sections may change (a new learning rate, a longer budget).
+    /// Every entry of the checkpoint directory that is not one of the run's checkpoints, and
+    /// every newer checkpoint that could not be loaded, is passed over and named with the reason
+    /// in [`TrainingRun::skipped`]; the caller must tell the user.
     ///
     /// # Errors
     /// [`PipelineError::NothingToResume`] without a checkpoint; a refused checkpoint (with the
@@ -527,11 +623,14 @@ impl TrainingRun {
     pub fn resume(config: RunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
         validate(&config)?;
         remove_stale_temporaries(&paths)?;
-        let checkpoints = list_checkpoints(&paths.checkpoints).map_err(|source| {
-            PipelineError::Io { what: "reading", path: paths.checkpoints.clone(), source }
+        let scan = scan_checkpoints(&paths.checkpoints).map_err(|source| PipelineError::Io {
+            what: "reading",
+            path: paths.checkpoints.clone(),
+            source,
         })?;
+        let mut skipped = scan.ignored;
         let mut last_error = None;
-        for (_, dir) in checkpoints.iter().rev() {
+        for (_, dir) in scan.checkpoints.iter().rev() {
             match checkpoint::load_trainer(
                 dir,
                 Some(&config.network),
@@ -551,20 +650,43 @@ impl TrainingRun {
                         started: Instant::now(),
                         last_arena_checkpoint: c(COUNTER_LAST_ARENA).checked_sub(1),
                         config,
+                        skipped,
                     };
                     run.rebuild_window()?;
                     return Ok(run);
                 }
-                // A damaged newest checkpoint (killed during a write of a file system without
-                // atomic renames, or corrupted later): fall back to the one before.
+                // The configured network is not the run's: the config is wrong, not the
+                // checkpoint; falling back would only find the same network again.
                 Err(e @ CheckpointError::NetMismatch { .. }) => return Err(e.into()),
-                Err(e) => last_error = Some(e),
+                // A damaged newest checkpoint (corrupted on disk, or killed during a write on a
+                // file system without atomic renames): fall back to the one before, saying so.
+                Err(e) => {
+                    skipped.push((dir.clone(), format!("cannot be loaded: {e}")));
+                    last_error = Some(e);
+                }
             }
         }
         match last_error {
             Some(e) => Err(e.into()),
             None => Err(PipelineError::NothingToResume(paths.checkpoints.clone())),
         }
+    }
+
+    /// What [`TrainingRun::resume`] passed over, `(path, reason)`: entries of the checkpoint
+    /// directory that are not the run's checkpoints, and newer checkpoints it could not load.
+    pub fn skipped(&self) -> &[(PathBuf, String)] {
+        &self.skipped
+    }
+
+    /// The iteration after which the last completed arena was played, if any.
+    pub fn last_arena_iteration(&self) -> Option<u64> {
+        self.last_arena_checkpoint
+    }
+
+    /// Optimizer steps already taken in the iteration under way (non-zero after a resume from a
+    /// checkpoint written by an interrupt during training).
+    pub fn steps_in_iteration(&self) -> u64 {
+        self.steps_in_iteration
     }
 
     /// The trainer (network, optimizer, counters).
@@ -616,6 +738,17 @@ impl TrainingRun {
         observer: &mut dyn Observer,
     ) -> Result<StopReason, PipelineError> {
         let mut done = 0;
+        // An arena cut short by a stop or a kill after its iteration's checkpoint: play it now.
+        let every = self.config.run.arena_every;
+        if every > 0
+            && self.iteration > 0
+            && self.steps_in_iteration == 0
+            && self.iteration.is_multiple_of(every)
+            && self.last_arena_checkpoint != Some(self.iteration)
+            && !observer.should_stop()
+        {
+            self.arena(observer)?;
+        }
         loop {
             if self.budget_spent() {
                 return Ok(StopReason::Budget);
@@ -627,8 +760,7 @@ impl TrainingRun {
                 return Ok(StopReason::Interrupted);
             }
             match self.iterate(observer)? {
-                Some(report) => {
-                    observer.iteration(&report);
+                Some(_) => {
                     done += 1;
                     if self.config.run.arena_every > 0
                         && self.iteration.is_multiple_of(self.config.run.arena_every)
@@ -641,7 +773,8 @@ impl TrainingRun {
         }
     }
 
-    /// One iteration; `None` if it was interrupted (after checkpointing what was done).
+    /// One iteration; `None` if it was interrupted (after checkpointing what was done). The
+    /// observer receives the iteration's report just before its checkpoint is written.
     fn iterate(
         &mut self,
         observer: &mut dyn Observer,
@@ -685,9 +818,9 @@ impl TrainingRun {
         let mut batch = TrainBatch::with_capacity(r.batch_size);
         while self.steps_in_iteration < planned {
             if observer.should_stop() {
-                // The steps of this iteration so far; in the first iteration they are dropped
-                // instead, so that `ckpt-000000` stays the initial network.
-                if self.iteration > 0 {
+                // The steps of this iteration so far (in the first iteration as `ckpt-000001`,
+                // so that `ckpt-000000` stays the initial network).
+                if taken > 0 {
                     self.save_checkpoint()?;
                 }
                 return Ok(None);
@@ -710,9 +843,7 @@ impl TrainingRun {
         let train_secs = train_start.elapsed().as_secs_f64();
         self.iteration = iteration;
         self.steps_in_iteration = 0;
-        self.save_checkpoint()?;
-        self.prune_checkpoints()?;
-        Ok(Some(IterationReport {
+        let report = IterationReport {
             iteration,
             mean: mean(&sums, taken),
             steps: taken,
@@ -726,7 +857,14 @@ impl TrainingRun {
             total_steps: self.trainer.step_count(),
             elapsed: self.elapsed(),
             selfplay,
-        }))
+        };
+        // The report first, then the checkpoint: a kill between the two leaves a report of an
+        // iteration that a resume plays again, which the observer drops on resume (see
+        // [`Observer::iteration`]); the other order would lose the report for good.
+        observer.iteration(&report);
+        self.save_checkpoint()?;
+        self.prune_checkpoints()?;
+        Ok(Some(report))
     }
 
     /// Plays the iteration's games with the current network and writes its shard; `None` if
@@ -774,7 +912,7 @@ impl TrainingRun {
         };
         let path = shard_path(&self.paths, iteration);
         write_shard(&path, &shard)
-            .map_err(|e| PipelineError::Shard { path: path.clone(), reason: e.to_string() })?;
+            .map_err(|e| PipelineError::Shard { path: path.clone(), reason: shard_reason(&e) })?;
         append(&self.paths.games_pgn, &pgn)?;
         let report = SelfPlayReport {
             games,
@@ -786,8 +924,21 @@ impl TrainingRun {
         Ok(Some((shard, report)))
     }
 
-    /// Rebuilds the replay window from the shards on disk (after a resume).
+    /// Rebuilds the replay window from the shards on disk (after a resume). A shard that cannot
+    /// be read (truncated, damaged) is left out of the window and named in
+    /// [`TrainingRun::skipped`]; a missing shard directory is made anew (an empty window).
     fn rebuild_window(&mut self) -> Result<(), PipelineError> {
+        if !self.paths.shards.is_dir() {
+            fs::create_dir_all(&self.paths.shards).map_err(|source| PipelineError::Io {
+                what: "creating",
+                path: self.paths.shards.clone(),
+                source,
+            })?;
+            self.skipped.push((
+                self.paths.shards.clone(),
+                "missing: made anew; the replay window starts empty".into(),
+            ));
+        }
         let shards = list_shards(&self.paths.shards).map_err(|source| PipelineError::Io {
             what: "reading",
             path: self.paths.shards.clone(),
@@ -806,10 +957,20 @@ impl TrainingRun {
             if total >= self.config.run.window_samples {
                 break;
             }
-            let shard = read_shard(path)
-                .map_err(|e| PipelineError::Shard { path: path.clone(), reason: e.to_string() })?;
-            total += shard.len();
-            picked.push((*n, shard));
+            match read_shard(path) {
+                Ok(shard) => {
+                    total += shard.len();
+                    picked.push((*n, shard));
+                }
+                Err(e) => self.skipped.push((
+                    path.clone(),
+                    format!(
+                        "unreadable ({}), left out of the replay window; delete it to silence \
+                         this warning",
+                        shard_reason(&e)
+                    ),
+                )),
+            }
         }
         for (n, shard) in picked.into_iter().rev() {
             self.window.push(n, shard, self.config.run.window_samples);
@@ -827,24 +988,37 @@ impl TrainingRun {
         c
     }
 
-    /// Writes the checkpoint of the current state (`ckpt-<completed iterations>`), atomically.
+    /// Writes the checkpoint of the current state (`ckpt-<completed iterations>`, or
+    /// `ckpt-000001` for steps of the first iteration), atomically.
     ///
     /// # Errors
     /// [`PipelineError::Checkpoint`].
     pub fn save_checkpoint(&mut self) -> Result<PathBuf, PipelineError> {
-        let dir = checkpoint_path(&self.paths, self.iteration);
+        // Steps of the first iteration go into `ckpt-000001` (marked by its counters as
+        // iteration 0 plus steps): `ckpt-000000` stays the initial network.
+        let number =
+            if self.iteration == 0 && self.steps_in_iteration > 0 { 1 } else { self.iteration };
+        let dir = checkpoint_path(&self.paths, number);
         checkpoint::save_trainer(&self.trainer, &dir, &self.counters())?;
         Ok(dir)
     }
 
+    /// Removes checkpoints older than the one just written (`ckpt-<iteration>`), keeping
+    /// `keep_checkpoints` in all with it, the initial network and the last arena's network.
+    /// Newer names (left by an earlier run that this one fell back from) and entries that are
+    /// not the run's checkpoints are never touched.
     fn prune_checkpoints(&self) -> Result<(), PipelineError> {
         let all = list_checkpoints(&self.paths.checkpoints).map_err(|source| {
             PipelineError::Io { what: "reading", path: self.paths.checkpoints.clone(), source }
         })?;
-        let keep = self.config.run.keep_checkpoints.max(1);
-        let removable: Vec<_> =
-            all.iter().filter(|(n, _)| *n != 0 && Some(*n) != self.last_arena_checkpoint).collect();
-        for (_, dir) in removable.iter().take(removable.len().saturating_sub(keep)) {
+        let keep_older = self.config.run.keep_checkpoints.max(1) - 1;
+        let older: Vec<_> = all
+            .iter()
+            .filter(|(n, _)| {
+                *n != 0 && *n < self.iteration && Some(*n) != self.last_arena_checkpoint
+            })
+            .collect();
+        for (_, dir) in older.iter().take(older.len().saturating_sub(keep_older)) {
             fs::remove_dir_all(dir).map_err(|source| PipelineError::Io {
                 what: "removing",
                 path: dir.clone(),
