@@ -1,4 +1,4 @@
-//! End-to-end tests of the `xqz` binary through its documented contracts (DESIGN.md).
+//! End-to-end tests of the `xqz` binary through its documented contracts (README.md, docs/RULES.md).
 
 use std::process::{Command, Output};
 

@@ -354,3 +354,19 @@ fn ucci_handshake_time_banmoves_and_bye() {
     e.until(Duration::from_secs(5), |l| l == "bye");
     assert!(e.finish().success());
 }
+
+#[test]
+fn control_bytes_in_unknown_commands_are_never_echoed_raw() {
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    e.send_bytes(b"\x00\x1b[2Jfrob\x07\n");
+    let got = e.ready();
+    let explained: Vec<&String> = got.iter().filter(|l| l.starts_with("info string ")).collect();
+    assert!(!explained.is_empty(), "{got:?}");
+    for line in &got {
+        assert!(!line.chars().any(char::is_control), "raw control bytes echoed: {line:?}");
+    }
+    assert!(explained.iter().any(|l| l.contains("frob") && l.contains("\\u{1b}")), "{explained:?}");
+    drop(e.stdin);
+}

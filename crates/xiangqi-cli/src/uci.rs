@@ -262,7 +262,16 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                 return Flow::Quit;
             }
             other => {
-                let shown: String = other.chars().take(40).collect();
+                // Control bytes (NUL, escape sequences) are shown escaped, never echoed raw.
+                let shown: String = other
+                    .chars()
+                    .take(40)
+                    .flat_map(|c| {
+                        let escaped: Vec<char> =
+                            if c.is_control() { c.escape_default().collect() } else { vec![c] };
+                        escaped
+                    })
+                    .collect();
                 self.info(&format!("unknown command '{shown}'"));
             }
         }

@@ -1,6 +1,6 @@
 //! [`Game`]: a position with its history, judged under a [`RuleSet`].
 //!
-//! The rule sets follow the rule texts the project was given (see `DESIGN.md`, "Rule sets"):
+//! The rule sets follow the rule texts the project was given (restated in `docs/RULES.md`):
 //!
 //! * Both: checkmate loses; having no legal move loses; neither side having a chariot, horse,
 //!   cannon or soldier is a draw.
@@ -421,7 +421,7 @@ impl Game {
     }
 }
 
-/// Whether the move from `before` to `after` chases (DESIGN.md, "Rule sets"): afterwards the mover
+/// Whether the move from `before` to `after` chases (`docs/RULES.md`, "Repetition"): afterwards the mover
 /// threatens, by a legal capture, an enemy piece that it did not threaten before, and that threat
 /// counts. A threat counts unless it is made by a general or a soldier; it is against the general
 /// (a check, not a chase) or a soldier still on its own side of the river; the target is of the

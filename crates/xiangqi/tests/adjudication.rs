@@ -54,7 +54,7 @@ fn shared_adjudication_cases() {
     assert!(n >= 30);
 }
 
-/// Hand-made cases, each derived from the rule text in DESIGN.md (see the comment above each
+/// Hand-made cases, each derived from the rules in docs/RULES.md (see the comment above each
 /// group in the file): every reason each preset can produce, the chase exceptions, both sides
 /// attacking, check alternating with chase, a discovered threat, and coinciding verdicts.
 #[test]
