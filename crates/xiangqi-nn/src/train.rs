@@ -3,12 +3,14 @@
 //! The loss of a batch of `B` samples is
 //!
 //! ```text
-//! L = policy_weight · Σ_full CE(π_target, softmax(policy logits)) / max(1, #full)
-//!   + value_weight  · Σ_all  CE(wdl_target, softmax(wdl logits))  / B
+//! L = policy_weight · Σ_full CE(π_target, softmax_legal(policy logits)) / max(1, #full)
+//!   + value_weight  · Σ_all  w_i · CE(wdl_target, softmax(wdl logits)) / B
 //! ```
 //!
 //! where "full" are the samples whose search was a full one: under playout cap randomization
-//! (Wu 2019) only those carry a policy target, so the others add no policy loss. Weight decay
+//! (Wu 2019) only those carry a policy target, so the others add no policy loss. The policy
+//! softmax runs over the sample's legal moves ([`TrainConfig::mask_illegal`]), as the search's
+//! does, and `w_i` is the sample's value weight ([`TrainBatch::push_weighted`]; 1 by default). Weight decay
 //! acts on the convolution and linear weights (rank ≥ 2), not on biases and batch-norm
 //! parameters: decoupled in AdamW, an L2 gradient term in SGD; [`StepMetrics::weight_decay_loss`]
 //! reports the equivalent L2 term `weight_decay / 2 · ‖w‖²` either way.
@@ -51,6 +53,10 @@ pub struct TrainBatch {
     policy: Vec<f32>,
     wdl: Vec<f32>,
     full: Vec<f32>,
+    /// 1 for the sample's legal actions, 0 for the others, `[B, POLICY_SIZE]`.
+    legal: Vec<f32>,
+    /// Each sample's weight in the value loss, `[B]`.
+    value_weight: Vec<f32>,
 }
 
 impl TrainBatch {
@@ -66,6 +72,8 @@ impl TrainBatch {
             policy: Vec::with_capacity(n * POLICY_SIZE),
             wdl: Vec::with_capacity(n * WDL),
             full: Vec::with_capacity(n),
+            legal: Vec::with_capacity(n * POLICY_SIZE),
+            value_weight: Vec::with_capacity(n),
         }
     }
 
@@ -85,6 +93,8 @@ impl TrainBatch {
         self.policy.clear();
         self.wdl.clear();
         self.full.clear();
+        self.legal.clear();
+        self.value_weight.clear();
     }
 
     /// Adds a sample from encoded planes and a dense policy target.
@@ -98,6 +108,8 @@ impl TrainBatch {
         self.policy.extend_from_slice(policy);
         self.wdl.extend_from_slice(&wdl);
         self.full.push(if full_search { 1.0 } else { 0.0 });
+        self.legal.resize(self.legal.len() + POLICY_SIZE, 1.0);
+        self.value_weight.push(1.0);
     }
 
     /// Adds a sample as a replay shard stores it: the compact plane inputs and a sparse policy
@@ -115,6 +127,27 @@ impl TrainBatch {
         wdl: [f32; 3],
         full_search: bool,
     ) -> Result<(), InvalidPieceCode> {
+        self.push_weighted(inputs, policy, wdl, full_search, 1.0)
+    }
+
+    /// [`TrainBatch::push_compact`] with the sample's weight in the value loss (0 leaves its
+    /// value head untaught, as for a game cut off at its length cap). `policy` must list every
+    /// legal move of the position (with probability 0 where the search gave none): those are
+    /// the actions the masked policy softmax runs over.
+    ///
+    /// # Errors
+    /// [`InvalidPieceCode`] if the board holds a code above 14 (nothing is added).
+    ///
+    /// # Panics
+    /// If a policy index is `>= POLICY_SIZE`.
+    pub fn push_weighted(
+        &mut self,
+        inputs: &PlaneInputs,
+        policy: &[(u16, f32)],
+        wdl: [f32; 3],
+        full_search: bool,
+        value_weight: f32,
+    ) -> Result<(), InvalidPieceCode> {
         let start = self.planes.len();
         self.planes.resize(start + INPUT_SIZE, 0.0);
         if let Err(e) = env::planes_from_compact(inputs, &mut self.planes[start..]) {
@@ -123,11 +156,14 @@ impl TrainBatch {
         }
         let start = self.policy.len();
         self.policy.resize(start + POLICY_SIZE, 0.0);
+        self.legal.resize(start + POLICY_SIZE, 0.0);
         for &(i, p) in policy {
             self.policy[start + usize::from(i)] = p;
+            self.legal[start + usize::from(i)] = 1.0;
         }
         self.wdl.extend_from_slice(&wdl);
         self.full.push(if full_search { 1.0 } else { 0.0 });
+        self.value_weight.push(value_weight);
         Ok(())
     }
 
@@ -240,12 +276,19 @@ impl ModuleVisitor for GradSquares<'_> {
     }
 }
 
+/// Added to the logit of every illegal action when they are masked: far below any logit a
+/// network produces, small enough that `0 · offset` stays an exact 0 in f32.
+const ILLEGAL_LOGIT_OFFSET: f32 = 1e9;
+
 /// One micro-batch's samples (see [`TrainBatch`] for the layouts).
 struct Part {
     planes: Vec<f32>,
     policy: Vec<f32>,
     wdl: Vec<f32>,
     full: Vec<f32>,
+    /// `Some` when illegal actions are masked out of the policy softmax.
+    legal: Option<Vec<f32>>,
+    value_weight: Vec<f32>,
 }
 
 /// Forward and backward of one (micro-)batch on `net`: the gradients of the part's share of the
@@ -265,12 +308,22 @@ fn pass(
     let target_policy = Tensor::<2>::from_data(TensorData::new(part.policy, [m, POLICY_SIZE]), dev);
     let target_wdl = Tensor::<2>::from_data(TensorData::new(part.wdl, [m, WDL]), dev);
     let mask = Tensor::<2>::from_data(TensorData::new(part.full, [m, 1]), dev);
+    let value_weight = Tensor::<2>::from_data(TensorData::new(part.value_weight, [m, 1]), dev);
 
     let out = net.forward(x);
-    let log_policy = log_softmax(out.policy, 1);
+    let logits = match part.legal {
+        // Illegal actions get a logit far below any real one: a softmax weight of exactly 0,
+        // and so no gradient (0 · a finite log-probability in the cross-entropy).
+        Some(legal) => {
+            let legal = Tensor::<2>::from_data(TensorData::new(legal, [m, POLICY_SIZE]), dev);
+            out.policy + legal.sub_scalar(1.0).mul_scalar(ILLEGAL_LOGIT_OFFSET)
+        }
+        None => out.policy,
+    };
+    let log_policy = log_softmax(logits, 1);
     let log_wdl = log_softmax(out.wdl, 1);
     let policy_ce = ((target_policy * log_policy.clone()).sum_dim(1) * mask).sum().neg();
-    let value_ce = (target_wdl.clone() * log_wdl.clone()).sum().neg();
+    let value_ce = ((target_wdl.clone() * log_wdl.clone()).sum_dim(1) * value_weight).sum().neg();
     let loss =
         policy_ce.clone().mul_scalar(policy_scale) + value_ce.clone().mul_scalar(value_scale);
     let grads = GradientsParams::from_grads(loss.backward(), net);
@@ -519,16 +572,21 @@ impl Trainer {
         }
         let mut planes = batch.planes.clone();
         let mut policy = batch.policy.clone();
+        let mut legal = batch.legal.clone();
         if self.config.mirror {
-            for (p, pi) in
-                planes.chunks_exact_mut(INPUT_SIZE).zip(policy.chunks_exact_mut(POLICY_SIZE))
+            for ((p, pi), l) in planes
+                .chunks_exact_mut(INPUT_SIZE)
+                .zip(policy.chunks_exact_mut(POLICY_SIZE))
+                .zip(legal.chunks_exact_mut(POLICY_SIZE))
             {
                 if self.rng.random_bool(0.5) {
                     env::mirror_planes(p);
                     env::mirror_policy_in_place(pi);
+                    env::mirror_policy_in_place(l);
                 }
             }
         }
+        let mask_illegal = self.config.mask_illegal;
         let dev = &self.device;
         let inner = dev.clone().inner();
         let full_searches = batch.full_searches();
@@ -542,7 +600,14 @@ impl Trainer {
         let net = self.net.take().expect("the trainer always holds its network between steps");
         let scales = (policy_scale, value_scale);
         let (mut grads, [policy_sum, value_sum, entropy_sum, hits_sum]) = if micro >= n {
-            let part = Part { planes, policy, wdl: batch.wdl.clone(), full: batch.full.clone() };
+            let part = Part {
+                planes,
+                policy,
+                wdl: batch.wdl.clone(),
+                full: batch.full.clone(),
+                legal: mask_illegal.then_some(legal),
+                value_weight: batch.value_weight.clone(),
+            };
             pass(&net, part, scales, dev)
         } else {
             // Each micro-batch on its own copy of the network (same parameter ids, its own
@@ -556,6 +621,9 @@ impl Trainer {
                         policy: policy[start * POLICY_SIZE..end * POLICY_SIZE].to_vec(),
                         wdl: batch.wdl[start * WDL..end * WDL].to_vec(),
                         full: batch.full[start..end].to_vec(),
+                        legal: mask_illegal
+                            .then(|| legal[start * POLICY_SIZE..end * POLICY_SIZE].to_vec()),
+                        value_weight: batch.value_weight[start..end].to_vec(),
                     };
                     (net.valid().train(), part)
                 })

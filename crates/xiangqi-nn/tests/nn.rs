@@ -293,7 +293,12 @@ fn compact_samples_give_the_same_batch() {
             )
             .unwrap();
     }
-    assert_eq!(dense, compact);
+    // The same samples; only the legal-move masks differ (a dense target counts every action
+    // as legal, a compact one lists the legal moves).
+    assert_eq!(dense.planes(), compact.planes());
+    assert_eq!(dense.policy(), compact.policy());
+    assert_eq!(dense.wdl(), compact.wdl());
+    assert_ne!(dense, compact);
     assert_eq!(dense.len(), 5);
     assert_eq!(dense.full_searches(), 0);
     let mut bad = PlaneInputs::from_game(&games(1, 1)[0]);
@@ -473,4 +478,79 @@ fn damaged_and_mismatched_checkpoints_are_refused() {
     let err = checkpoint::load_trainer(&weights, None, None, &cpu_device()).unwrap_err();
     assert!(matches!(err, CheckpointError::NoOptimizerState { .. }), "{err}");
     fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Samples of random positions as a shard stores them: every legal move listed, the target
+/// uniform over the first `k` of them.
+fn compact_batch(n: usize, k: usize, value_weight: f32) -> (TrainBatch, Vec<usize>) {
+    let mut b = TrainBatch::with_capacity(n);
+    let mut legal_counts = Vec::new();
+    for game in games(n, 5) {
+        let pos = game.position();
+        let inputs = PlaneInputs {
+            board: env::encode_board_compact(pos),
+            turn: pos.turn(),
+            halfmove_clock: pos.halfmove_clock(),
+            repeated: false,
+        };
+        let moves = game.legal_moves();
+        let kk = k.min(moves.len());
+        let policy: Vec<(u16, f32)> = moves
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| {
+                let index = env::move_to_index(m, pos.turn()).unwrap() as u16;
+                (index, if i < kk { 1.0 / kk as f32 } else { 0.0 })
+            })
+            .collect();
+        b.push_weighted(&inputs, &policy, [0.0, 1.0, 0.0], true, value_weight).unwrap();
+        legal_counts.push(moves.len());
+    }
+    (b, legal_counts)
+}
+
+#[test]
+fn masked_illegal_moves_get_no_probability_and_no_gradient() {
+    let (b, legal) = compact_batch(24, 3, 1.0);
+    let max_legal = *legal.iter().max().unwrap() as f32;
+    let step = |mask_illegal: bool| {
+        let config = TrainConfig { mask_illegal, mirror: true, ..no_warmup() };
+        let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 3).unwrap();
+        trainer.step(&b).unwrap()
+    };
+    let masked = step(true);
+    let unmasked = step(false);
+    // Over the legal moves only, the entropy cannot exceed ln(#legal); over all 2,166 actions
+    // an untrained net's is near ln(2166) = 7.68.
+    assert!(masked.policy_entropy <= max_legal.ln() + 1e-3, "{masked:?}");
+    assert!(unmasked.policy_entropy > max_legal.ln() + 1.0, "{unmasked:?}");
+    // The cross-entropy against a target on 3 legal moves: near ln(#legal) when the softmax
+    // is over legal moves, near ln(2166) when it is over all actions.
+    assert!(masked.policy_loss < max_legal.ln() + 0.5, "{masked:?}");
+    assert!(unmasked.policy_loss > 7.0, "{unmasked:?}");
+    // Training on the masked loss moves the probability within the legal moves: the
+    // illegal actions never gain any (their softmax weight is exactly 0).
+    let config = TrainConfig { learning_rate: 3e-3, ..no_warmup() };
+    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 3).unwrap();
+    let first = trainer.step(&b).unwrap();
+    let mut last = first;
+    for _ in 0..60 {
+        last = trainer.step(&b).unwrap();
+    }
+    assert!(last.policy_loss < first.policy_loss - 0.3, "{first:?} -> {last:?}");
+    assert!(last.policy_entropy <= max_legal.ln() + 1e-3);
+}
+
+#[test]
+fn a_value_weight_of_zero_teaches_the_value_head_nothing() {
+    let config = TrainConfig { learning_rate: 3e-3, mirror: false, ..no_warmup() };
+    let (b, _) = compact_batch(16, 2, 0.0);
+    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
+    let m = trainer.step(&b).unwrap();
+    assert_eq!(m.value_loss, 0.0, "{m:?}");
+    // With weight 1 the same samples have a value loss (ln 3 for an untrained net, about).
+    let (b, _) = compact_batch(16, 2, 1.0);
+    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
+    let m = trainer.step(&b).unwrap();
+    assert!(m.value_loss > 0.3, "{m:?}");
 }

@@ -44,7 +44,7 @@ pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn
 pub use search::{Search, SearchResult};
 pub use selfplay::{SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games};
 pub use shard::{
-    FORMAT_VERSION, SampleRef, Shard, ShardError, list_shards, read_shard, read_shard_from,
-    write_shard, write_shard_to,
+    FORMAT_VERSION, SampleRef, Shard, ShardError, UNKNOWN_ENDING, UNKNOWN_MATERIAL, list_shards,
+    material_balance, read_shard, read_shard_from, write_shard, write_shard_to,
 };
 pub use tree::{NodeId, NodeStatus, Tree};

@@ -1,12 +1,12 @@
 //! Replay shards: training samples of finished games in one compressed `.npz` file.
 //!
-//! # Format (version 1)
+//! # Format (version 2; version 1 is still read)
 //! A shard is a zip of `.npy` arrays (numpy's `np.savez_compressed` layout). `N` is the number
 //! of samples, `M` the total number of policy entries.
 //!
 //! | array | dtype | shape | content |
 //! |---|---|---|---|
-//! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (1) |
+//! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (2) |
 //! | `rules` | u8 | `[1]` | 0 = `asian`, 1 = `simple` |
 //! | `boards` | u8 | `[N, 90]` | piece codes ([`xiangqi::env::encode_board_compact`]): 0 empty, 1–7 Red general, advisor, elephant, horse, chariot, cannon, soldier, 8–14 the same for Black; index = rank · 9 + file, rank 0 = Red's home rank |
 //! | `turn` | u8 | `[N]` | side to move: 0 Red, 1 Black |
@@ -17,6 +17,9 @@
 //! | `root_value` | f32 | `[N]` | the search's value for the side to move, in `[-1, 1]` |
 //! | `game_id` | u64 | `[N]` | the game's number in its self-play run |
 //! | `ply` | u16 | `[N]` | plies from the game's start position |
+//! | `ending` | u8 | `[N]` | how the sample's game ended: [`xiangqi::OutcomeReason::index`] (0 `checkmate` … 8 `resignation`, 9 `length_cap`); 255 unknown (read from version 1) |
+//! | `game_plies` | u16 | `[N]` | the length of the sample's game in plies (0 unknown): plies left = `game_plies − ply` |
+//! | `final_material` | i16 | `[N]` | the material balance of the game's final position for the sample's side to move, in half-pawns ([`material_balance`]); [`UNKNOWN_MATERIAL`] when unknown |
 //! | `policy_offsets` | u32 | `[N + 1]` | sample `i`'s policy is entries `policy_offsets[i]..policy_offsets[i + 1]` (CSR) |
 //! | `policy_moves` | u16 | `[M]` | every legal move of the sample, as [`xiangqi::Move::to_u16`]: `from + 128 · to`, point = rank · 9 + file |
 //! | `policy_probs` | f32 | `[M]` | the search policy (sums to 1 per sample; entries may be 0) |
@@ -46,8 +49,33 @@ use xiangqi::{Color, Move, RuleSet};
 
 use crate::record::GameRecord;
 
-/// The shard format version this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The shard format version this crate writes; it reads this one and version 1 (which lacks
+/// `ending`, `game_plies` and `final_material`: they read as unknown).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// `ending` of a sample whose game's ending is not recorded (a version 1 shard).
+pub const UNKNOWN_ENDING: u8 = 255;
+/// `final_material` of a sample whose game's final material is not recorded.
+pub const UNKNOWN_MATERIAL: i16 = i16::MIN;
+
+/// The value of a piece in half-pawns (a soldier is 2), by compact piece code (1–7 Red general,
+/// advisor, elephant, horse, chariot, cannon, soldier; 8–14 Black's): the common scale of
+/// xiangqi programs (chariot 9, cannon 4.5, horse 4, advisor and elephant 2, soldier 1 pawn;
+/// the general 0, as it is never captured).
+const HALF_PAWNS: [i16; 7] = [0, 4, 4, 8, 18, 9, 2];
+
+/// Red's material minus Black's, in half-pawns, of a compact board
+/// ([`xiangqi::env::encode_board_compact`]); codes outside 1–14 count nothing.
+pub fn material_balance(board: &[u8; 90]) -> i16 {
+    board
+        .iter()
+        .map(|&c| match c {
+            1..=7 => HALF_PAWNS[usize::from(c - 1)],
+            8..=14 => -HALF_PAWNS[usize::from(c - 8)],
+            _ => 0,
+        })
+        .sum()
+}
 
 /// Why a shard could not be written or read.
 #[derive(Debug, Error)]
@@ -85,7 +113,7 @@ pub enum ShardError {
         reason: String,
     },
     /// A format version this reader does not know.
-    #[error("format version {found}; this reader knows version {FORMAT_VERSION}")]
+    #[error("format version {found}; this reader knows versions 1 and {FORMAT_VERSION}")]
     Version {
         /// The version in the file.
         found: u32,
@@ -136,6 +164,13 @@ pub struct Shard {
     pub policy_moves: Vec<u16>,
     /// Search policy over `policy_moves`.
     pub policy_probs: Vec<f32>,
+    /// How each sample's game ended ([`xiangqi::OutcomeReason::index`], or [`UNKNOWN_ENDING`]).
+    pub ending: Vec<u8>,
+    /// Each sample's game length in plies (0 unknown).
+    pub game_plies: Vec<u16>,
+    /// The final position's material balance for the sample's side to move, in half-pawns
+    /// ([`UNKNOWN_MATERIAL`] unknown).
+    pub final_material: Vec<i16>,
 }
 
 /// One sample of a [`Shard`], borrowed.
@@ -157,6 +192,12 @@ pub struct SampleRef<'a> {
     pub game_id: u64,
     /// Plies from the game's start.
     pub ply: u16,
+    /// How the game ended ([`xiangqi::OutcomeReason::index`]), or [`UNKNOWN_ENDING`].
+    pub ending: u8,
+    /// The game's length in plies (0 unknown).
+    pub game_plies: u16,
+    /// The final material balance for the side to move in half-pawns, or [`UNKNOWN_MATERIAL`].
+    pub final_material: i16,
 }
 
 impl Shard {
@@ -180,7 +221,26 @@ impl Shard {
         if self.policy_offsets.is_empty() {
             self.policy_offsets.push(0);
         }
+        // The final position: the start with every move played (the record's moves are legal;
+        // a move that is not ends the replay, leaving the material unknown).
+        let mut last = game.start.clone();
+        let mut complete = true;
+        for &m in &game.moves {
+            if last.play(m).is_err() {
+                complete = false;
+                break;
+            }
+        }
+        let red_material = material_balance(&xiangqi::env::encode_board_compact(&last));
+        let game_plies = u16::try_from(game.moves.len()).unwrap_or(u16::MAX);
         for s in &game.samples {
+            self.ending.push(game.outcome.reason().index() as u8);
+            self.game_plies.push(game_plies);
+            self.final_material.push(match (complete, s.inputs.turn) {
+                (false, _) => UNKNOWN_MATERIAL,
+                (true, Color::Red) => red_material,
+                (true, Color::Black) => -red_material,
+            });
             self.boards.push(s.inputs.board);
             self.turn.push(s.inputs.turn.index() as u8);
             self.halfmove_clock.push(s.inputs.halfmove_clock.min(u32::from(u16::MAX)) as u16);
@@ -216,6 +276,9 @@ impl Shard {
             root_value: self.root_value[i],
             game_id: self.game_id[i],
             ply: self.ply[i],
+            ending: self.ending[i],
+            game_plies: self.game_plies[i],
+            final_material: self.final_material[i],
         }
     }
 
@@ -235,6 +298,9 @@ impl Shard {
             ("root_value", self.root_value.len()),
             ("game_id", self.game_id.len()),
             ("ply", self.ply.len()),
+            ("ending", self.ending.len()),
+            ("game_plies", self.game_plies.len()),
+            ("final_material", self.final_material.len()),
         ];
         for (name, len) in lens {
             if len != n {
@@ -272,6 +338,12 @@ impl Shard {
         flag("turn", &self.turn)?;
         flag("repeated", &self.repeated)?;
         flag("full_search", &self.full_search)?;
+        let reasons = xiangqi::OutcomeReason::ALL.len();
+        if let Some(i) =
+            self.ending.iter().position(|&e| e != UNKNOWN_ENDING && usize::from(e) >= reasons)
+        {
+            return invalid("ending", format!("sample {i}: {} is not an ending", self.ending[i]));
+        }
         if let Some(i) = self.result.iter().position(|r| !(-1..=1).contains(r)) {
             return invalid("result", format!("sample {i}: {} is not -1, 0 or 1", self.result[i]));
         }
@@ -329,6 +401,9 @@ pub fn write_shard_to<W: Write + Seek>(writer: W, shard: &Shard) -> Result<W, Sh
     npz.add_array("policy_offsets", &Array1::from_vec(shard.policy_offsets.clone()))?;
     npz.add_array("policy_moves", &Array1::from_vec(shard.policy_moves.clone()))?;
     npz.add_array("policy_probs", &Array1::from_vec(shard.policy_probs.clone()))?;
+    npz.add_array("ending", &Array1::from_vec(shard.ending.clone()))?;
+    npz.add_array("game_plies", &Array1::from_vec(shard.game_plies.clone()))?;
+    npz.add_array("final_material", &Array1::from_vec(shard.final_material.clone()))?;
     Ok(npz.finish()?)
 }
 
@@ -398,7 +473,7 @@ pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
             reason: "must hold one value".into(),
         });
     }
-    if version[0] != FORMAT_VERSION {
+    if version[0] != FORMAT_VERSION && version[0] != 1 {
         return Err(ShardError::Version { found: version[0] });
     }
     let rules: Vec<u8> = read_array(&mut npz, "rules")?;
@@ -426,7 +501,7 @@ pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
             b
         })
         .collect();
-    let shard = Shard {
+    let mut shard = Shard {
         rules,
         boards,
         turn: read_array(&mut npz, "turn")?,
@@ -440,7 +515,20 @@ pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
         policy_offsets: read_array(&mut npz, "policy_offsets")?,
         policy_moves: read_array(&mut npz, "policy_moves")?,
         policy_probs: read_array(&mut npz, "policy_probs")?,
+        ending: Vec::new(),
+        game_plies: Vec::new(),
+        final_material: Vec::new(),
     };
+    if version[0] >= 2 {
+        shard.ending = read_array(&mut npz, "ending")?;
+        shard.game_plies = read_array(&mut npz, "game_plies")?;
+        shard.final_material = read_array(&mut npz, "final_material")?;
+    } else {
+        let n = shard.len();
+        shard.ending = vec![UNKNOWN_ENDING; n];
+        shard.game_plies = vec![0; n];
+        shard.final_material = vec![UNKNOWN_MATERIAL; n];
+    }
     shard.validate()?;
     Ok(shard)
 }

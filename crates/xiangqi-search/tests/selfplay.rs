@@ -288,3 +288,94 @@ fn pgn_moves_reparse() {
     let (s, m) = parse_pgn_moves(&text, RuleSet::Asian).unwrap();
     assert_eq!((s, m), (start, record.moves.clone()));
 }
+
+#[test]
+fn shards_record_each_games_ending_length_and_final_material() {
+    use xiangqi::{Outcome, Position};
+    use xiangqi_search::{GameRecord, material_balance, read_shard_from, write_shard_to};
+    // Material by hand: the start position is even; without Black's a9 chariot Red is 9 pawns
+    // (18 half-pawns) up; without a Red cannon (4.5) and a Black soldier (1), Black is 3.5 up.
+    let start = Position::start();
+    assert_eq!(material_balance(&xiangqi::env::encode_board_compact(&start)), 0);
+    let up =
+        Position::from_fen("1nbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1")
+            .unwrap();
+    assert_eq!(material_balance(&xiangqi::env::encode_board_compact(&up)), 18);
+    let down =
+        Position::from_fen("rnbakabnr/9/1c5c1/2p1p1p1p/9/9/P1P1P1P1P/7C1/9/RNBAKABNR w - - 0 1")
+            .unwrap();
+    assert_eq!(material_balance(&xiangqi::env::encode_board_compact(&down)), -7);
+
+    // A game from the chariot-up position in which Red's cannon takes Black's knight
+    // (h2h9: +8 more), cut at its length cap: every sample records the cap, the length and
+    // the final balance from its own side.
+    let (records, _) = play(&small_search(), &small_selfplay(), 1);
+    let mut record: GameRecord = records[0].clone();
+    record.start = up.clone();
+    record.moves = vec![up.parse_uci("h2h9").unwrap()];
+    record.outcome = Outcome::Draw { reason: OutcomeReason::LengthCap };
+    record.samples.truncate(2);
+    record.samples[0].inputs.turn = Color::Red;
+    record.samples[1].inputs.turn = Color::Black;
+    let mut shard = Shard::new(RuleSet::Asian);
+    shard.push_game(&record);
+    let cap = OutcomeReason::LengthCap.index() as u8;
+    assert_eq!(shard.ending, [cap, cap]);
+    assert_eq!(shard.game_plies, [1, 1]);
+    assert_eq!(shard.final_material, [26, -26]);
+    let s = shard.sample(1);
+    assert_eq!((s.ending, s.game_plies, s.final_material), (cap, 1, -26));
+
+    // Played games: the ending is the verdict, the length the number of moves.
+    let mut shard = Shard::new(RuleSet::Asian);
+    for r in &records {
+        shard.push_game(r);
+    }
+    let mut i = 0;
+    for r in &records {
+        for _ in &r.samples {
+            assert_eq!(shard.ending[i], r.outcome.reason().index() as u8);
+            assert_eq!(usize::from(shard.game_plies[i]), r.moves.len());
+            i += 1;
+        }
+    }
+    let bytes = write_shard_to(std::io::Cursor::new(Vec::new()), &shard).unwrap().into_inner();
+    assert_eq!(read_shard_from(std::io::Cursor::new(bytes)).unwrap(), shard);
+}
+
+#[test]
+fn version_1_shards_still_read_with_unknown_endings() {
+    use ndarray::{Array1, Array2};
+    use ndarray_npy::NpzWriter;
+    use xiangqi_search::{UNKNOWN_ENDING, UNKNOWN_MATERIAL, read_shard_from};
+    let (records, _) = play(&small_search(), &small_selfplay(), 2);
+    let mut shard = Shard::new(RuleSet::Asian);
+    for r in &records {
+        shard.push_game(r);
+    }
+    // The arrays of format version 1, as the earlier writer laid them out.
+    let n = shard.len();
+    let mut npz = NpzWriter::new_compressed(std::io::Cursor::new(Vec::new()));
+    npz.add_array("format_version", &Array1::from_vec(vec![1u32])).unwrap();
+    npz.add_array("rules", &Array1::from_vec(vec![0u8])).unwrap();
+    let flat: Vec<u8> = shard.boards.iter().flatten().copied().collect();
+    npz.add_array("boards", &Array2::from_shape_vec((n, 90), flat).unwrap()).unwrap();
+    npz.add_array("turn", &Array1::from_vec(shard.turn.clone())).unwrap();
+    npz.add_array("halfmove_clock", &Array1::from_vec(shard.halfmove_clock.clone())).unwrap();
+    npz.add_array("repeated", &Array1::from_vec(shard.repeated.clone())).unwrap();
+    npz.add_array("result", &Array1::from_vec(shard.result.clone())).unwrap();
+    npz.add_array("full_search", &Array1::from_vec(shard.full_search.clone())).unwrap();
+    npz.add_array("root_value", &Array1::from_vec(shard.root_value.clone())).unwrap();
+    npz.add_array("game_id", &Array1::from_vec(shard.game_id.clone())).unwrap();
+    npz.add_array("ply", &Array1::from_vec(shard.ply.clone())).unwrap();
+    npz.add_array("policy_offsets", &Array1::from_vec(shard.policy_offsets.clone())).unwrap();
+    npz.add_array("policy_moves", &Array1::from_vec(shard.policy_moves.clone())).unwrap();
+    npz.add_array("policy_probs", &Array1::from_vec(shard.policy_probs.clone())).unwrap();
+    let bytes = npz.finish().unwrap().into_inner();
+    let old = read_shard_from(std::io::Cursor::new(bytes)).unwrap();
+    assert_eq!(old.len(), n);
+    assert_eq!(old.result, shard.result);
+    assert!(old.ending.iter().all(|&e| e == UNKNOWN_ENDING));
+    assert!(old.final_material.iter().all(|&m| m == UNKNOWN_MATERIAL));
+    assert!(old.game_plies.iter().all(|&p| p == 0));
+}
