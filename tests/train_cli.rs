@@ -289,7 +289,7 @@ fn a_run_killed_at_any_moment_resumes_cleanly() {
     let metrics = fs::read_to_string(dir.join("metrics.csv")).unwrap();
     for row in metrics.lines().skip(1) {
         let cells: Vec<&str> = row.split(',').collect();
-        assert_eq!(cells.len(), 22, "{row}");
+        assert_eq!(cells.len(), 32, "{row}");
         for (i, name) in [(6, "mean_game_length"), (7, "games_per_s"), (8, "simulations_per_s")] {
             assert!(cells[i].is_empty() || cells[i].parse::<f64>().unwrap() > 0.0, "{name}: {row}");
         }
@@ -700,5 +700,68 @@ fn tiny_toml_stops_by_itself() {
     use std::io::Read as _;
     child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
     assert!(log.contains("budget spent"), "{log}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn what_the_run_did_not_write_is_never_deleted() {
+    let dir = run_dir("foreign");
+    let config = tiny_with("foreign", &[("keep_checkpoints", "1"), ("arena_every", "0")]);
+    let config = config.to_str().unwrap();
+    let o = train(&dir, &["--config", config, "--iterations", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ckpts = dir.join("checkpoints");
+    // A user's folder and a user's file where the run's next checkpoints go, a leftover of a
+    // pruning killed halfway, and a checkpoint copied in from another run.
+    fs::create_dir(ckpts.join("ckpt-000003")).unwrap();
+    fs::write(ckpts.join("ckpt-000003/mine.txt"), "precious").unwrap();
+    fs::write(ckpts.join("ckpt-000004"), "my notes").unwrap();
+    fs::create_dir(ckpts.join(".ckpt-000001.pruned-1")).unwrap();
+    fs::write(ckpts.join(".ckpt-000001.pruned-1/model.bpk"), "half deleted").unwrap();
+    let other = run_dir("foreign-other");
+    let o = train(&other, &["--config", config, "--iterations", "6"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let copy = ckpts.join("ckpt-000006");
+    fs::create_dir(&copy).unwrap();
+    for f in fs::read_dir(other.join("checkpoints/ckpt-000006")).unwrap() {
+        let f = f.unwrap();
+        fs::copy(f.path(), copy.join(f.file_name())).unwrap();
+    }
+
+    let o = train(&dir, &["--resume", "--iterations", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert_eq!(iterations_done(&log), 2, "the copied checkpoint is not this run's: {log}");
+    assert!(log.contains("ckpt-000006") && log.contains("another run"), "{log}");
+    assert!(log.contains("moved aside"), "{log}");
+    // Nothing of the user's is lost; the run's checkpoints are in place.
+    assert_eq!(
+        fs::read_to_string(ckpts.join("ckpt-000003.foreign-1/mine.txt")).unwrap(),
+        "precious"
+    );
+    assert_eq!(fs::read_to_string(ckpts.join("ckpt-000004.foreign-1")).unwrap(), "my notes");
+    assert!(!ckpts.join(".ckpt-000001.pruned-1").exists(), "the pruning leftover is removed");
+    assert!(copy.join("manifest.toml").exists(), "the copied checkpoint is left alone");
+    assert_eq!(manifest_counter(&ckpts.join("ckpt-000005"), "iteration"), 5);
+    assert_eq!(csv_iterations(&dir.join("metrics.csv")), [1, 2, 3, 4, 5]);
+    let _ = fs::remove_dir_all(&dir);
+    let _ = fs::remove_dir_all(&other);
+}
+
+#[test]
+fn a_start_killed_before_its_first_checkpoint_can_be_started_again() {
+    // What a kill a few milliseconds into a new run leaves: the lock, empty folders and the
+    // temporary of the initial checkpoint.
+    let dir = run_dir("killed-start");
+    fs::create_dir_all(dir.join("checkpoints/.ckpt-000000.tmp-1-0")).unwrap();
+    fs::create_dir_all(dir.join("shards")).unwrap();
+    fs::write(dir.join("lock"), "").unwrap();
+    let o = train(&dir, &["--resume"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("without --resume"), "{}", stderr(&o));
+    let o = train(&dir, &["--config", tiny().to_str().unwrap(), "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000001"]);
+    assert!(!dir.join("checkpoints/.ckpt-000000.tmp-1-0").exists());
     let _ = fs::remove_dir_all(&dir);
 }

@@ -113,6 +113,15 @@ mod tests {
         assert!(e.contains("x.toml") && e.contains("games"), "{e}");
         let e = ConfigFile::parse("[search]\nc_puct = 0\n", "x.toml").unwrap_err().to_string();
         assert!(e.contains("x.toml") && e.contains("search.c_puct"), "{e}");
+        for (text, key) in [
+            ("[loop]\nmax_steps = 18446744073709551615\n", "loop.max_steps"),
+            ("[training]\nwarmup_steps = 18446744073709551615\n", "training.warmup_steps"),
+            ("[loop]\ntrain_ratio = 1e30\n", "loop.train_ratio"),
+            ("[network]\nblocks = 256\nfilters = 4096\n", "network.filters"),
+        ] {
+            let e = ConfigFile::parse(text, "x.toml").unwrap_err().to_string();
+            assert!(e.starts_with("x.toml: ") && e.contains(key), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -177,6 +177,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         training.elapsed().as_secs_f64() / 60.0,
         dir.display()
     );
+    if reason == StopReason::Budget {
+        let r = &config.run;
+        errln!(
+            "the config's budget is spent (loop.max_steps = {}, loop.max_samples = {}, \
+             loop.max_hours = {}; 0 = no limit): to go on, resume with a --config that raises it",
+            r.max_steps,
+            r.max_samples,
+            r.max_hours
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -200,9 +210,11 @@ fn load_config(args: &Args) -> anyhow::Result<(ConfigFile, String)> {
             let name = dir.file_name().and_then(|s| s.to_str()).unwrap_or("run").to_string();
             return Ok((ConfigFile::load(&resolved)?, name));
         }
-        if dir.join("checkpoints").is_dir() {
+        let has_checkpoints = xiangqi_nn::pipeline::list_checkpoints(&dir.join("checkpoints"))
+            .is_ok_and(|c| !c.is_empty());
+        if has_checkpoints {
             anyhow::bail!(
-                "cannot resume {}: its resolved config {} is missing; pass the run's config with                  --config FILE",
+                "cannot resume {}: its resolved config {} is missing; pass the run's config with --config FILE",
                 dir.display(),
                 resolved.display()
             );
@@ -231,8 +243,22 @@ fn check_run_dir(dir: &Path, resume: bool) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot read the run directory {}", dir.display()));
         }
     };
-    let is_run = dir.join("checkpoints").is_dir();
-    if resume && !is_run {
+    // A run: it has written a checkpoint or a shard. A directory holding only what a start
+    // killed before its first checkpoint leaves (the lock, empty checkpoints/ and shards/, an
+    // empty tensorboard/) is no run and may be started again.
+    let checkpoints = xiangqi_nn::pipeline::scan_checkpoints(&dir.join("checkpoints"))
+        .with_context(|| format!("cannot read {}", dir.join("checkpoints").display()))?;
+    let shards = xiangqi_search::list_shards(&dir.join("shards")).unwrap_or_default();
+    let is_run = dir.join("checkpoints").is_dir()
+        && (!checkpoints.checkpoints.is_empty()
+            || !checkpoints.ignored.is_empty()
+            || !shards.is_empty());
+    let aborted_start = !is_run
+        && entries
+            .iter()
+            .all(|e| matches!(e.as_str(), "lock" | "checkpoints" | "shards" | "tensorboard"))
+        && fs::read_dir(dir.join("tensorboard")).map_or(true, |mut d| d.next().is_none());
+    if resume && !dir.join("checkpoints").is_dir() {
         anyhow::bail!(
             "cannot resume {}: it is not a run directory (no checkpoints/ in it)",
             dir.display()
@@ -245,7 +271,14 @@ fn check_run_dir(dir: &Path, resume: bool) -> anyhow::Result<()> {
             dir.display()
         );
     }
-    if !resume && !entries.is_empty() {
+    if resume && !is_run && dir.join("checkpoints").is_dir() {
+        anyhow::bail!(
+            "cannot resume {}: it holds no checkpoint yet (a start stopped before its first \
+             checkpoint); start it again without --resume",
+            dir.display()
+        );
+    }
+    if !resume && !entries.is_empty() && !aborted_start {
         let mut shown: Vec<&str> = entries.iter().map(String::as_str).take(5).collect();
         shown.sort_unstable();
         anyhow::bail!(
@@ -286,7 +319,8 @@ fn truncate_csv(path: &Path, keep_to: u64) -> anyhow::Result<usize> {
             dropped += 1;
         }
     }
-    if dropped > 0 {
+    // Rewritten also when the last line lacks its newline, so that the next row starts a line.
+    if dropped > 0 || !text.ends_with('\n') && !text.is_empty() {
         write_atomically(path, kept.as_bytes())?;
     }
     Ok(dropped)
@@ -304,7 +338,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 const METRICS_HEADER: &str = "iteration,elapsed_s,total_samples,total_steps,games,samples,\
 mean_game_length,games_per_s,simulations_per_s,evaluations_per_s,batch_fill,train_samples_per_s,\
 loss,policy_loss,value_loss,weight_decay_loss,policy_entropy,value_accuracy,learning_rate,\
-grad_norm,window_samples,false_resign_rate";
+grad_norm,window_samples,false_resign_rate,end_checkmate,end_no_legal_moves,end_perpetual_check,\
+end_perpetual_chase,end_repetition,end_no_capture_limit,end_move_limit,end_insufficient_material,\
+end_resignation,end_length_cap";
 
 const ARENA_HEADER: &str =
     "iteration,elapsed_s,opponent,games,wins,draws,losses,score,elo,elo_low,elo_high";
@@ -312,7 +348,8 @@ const ARENA_HEADER: &str =
 /// Writes TensorBoard events, the CSV files and the progress bar.
 struct CliObserver {
     stop: Arc<AtomicBool>,
-    tb: SummaryWriter,
+    /// `None` once writing events has failed (a full disk): the run goes on without them.
+    tb: Option<SummaryWriter>,
     metrics: BufWriter<File>,
     arena: BufWriter<File>,
     bar: ProgressBar,
@@ -367,7 +404,7 @@ impl CliObserver {
         };
         Ok(CliObserver {
             stop,
-            tb: SummaryWriter::new(&tb_dir),
+            tb: Some(SummaryWriter::new(&tb_dir)),
             metrics: open_csv(&run_dir.join("metrics.csv"), METRICS_HEADER)?,
             arena: open_csv(&run_dir.join("arena.csv"), ARENA_HEADER)?,
             bar,
@@ -396,14 +433,35 @@ impl CliObserver {
 
     fn finish(&mut self) {
         self.bar.finish_and_clear();
-        self.tb.flush();
+        self.tb_flush();
         let _ = self.metrics.flush();
         let _ = self.arena.flush();
     }
 
+    /// Runs `f` on the TensorBoard writer. tensorboard-rs panics when its event file cannot be
+    /// written (a full disk): the panic is caught, TensorBoard output stops with a warning, and
+    /// the writer is leaked rather than dropped (its destructor would panic again and abort).
+    fn with_tb(&mut self, f: impl FnOnce(&mut SummaryWriter)) {
+        let Some(tb) = self.tb.as_mut() else { return };
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(tb))).is_ok();
+        if !ok {
+            if let Some(tb) = self.tb.take() {
+                std::mem::forget(tb);
+            }
+            self.log(
+                "warning: TensorBoard events can no longer be written (see the message above); \
+                 training goes on, metrics.csv still gets every row",
+            );
+        }
+    }
+
+    fn tb_flush(&mut self) {
+        self.with_tb(SummaryWriter::flush);
+    }
+
     fn scalar(&mut self, tag: &str, value: f64, step: u64) {
         if value.is_finite() {
-            self.tb.add_scalar(tag, value as f32, step as usize);
+            self.with_tb(|tb| tb.add_scalar(tag, value as f32, step as usize));
         }
     }
 }
@@ -442,7 +500,7 @@ impl Observer for CliObserver {
             self.iteration, s, m.loss, m.policy_loss, m.value_loss, self.headline
         ));
         if self.last_flush.elapsed() > Duration::from_secs(10) {
-            self.tb.flush();
+            self.tb_flush();
             self.last_flush = Instant::now();
         }
     }
@@ -509,12 +567,19 @@ impl Observer for CliObserver {
             r.window_samples,
             false_resign.map_or(String::new(), |x| format!("{x:.4}")),
         );
+        // The share of the iteration's games that ended for each reason (OutcomeReason::ALL
+        // order, as in the header).
+        let mut row = row;
+        for reason in OutcomeReason::ALL {
+            row.push(',');
+            row.push_str(&known(r.selfplay.reason_share(reason), 4));
+        }
         // Written through to the file before the iteration's checkpoint (a kill after this line
         // and before the checkpoint replays the iteration, and the resume drops this row).
         let _ = writeln!(self.metrics, "{row}");
         let _ = self.metrics.flush();
         let _ = self.metrics.get_ref().sync_data();
-        self.tb.flush();
+        self.tb_flush();
         let games = if played {
             format!(
                 "{} games ({:.1} plies avg, {:.0} sims/s)",
@@ -562,7 +627,7 @@ impl Observer for CliObserver {
             elo.upper
         );
         let _ = self.arena.flush();
-        self.tb.flush();
+        self.tb_flush();
         self.headline = format!("| vs {opp}: {:.0}%", 100.0 * wdl.score());
         self.log(&format!(
             "arena after iteration {}: vs {opp}: +{} ={} -{}, score {:.1}%, Elo {:+.0} [{:+.0}, {:+.0}]",
@@ -579,5 +644,36 @@ impl Observer for CliObserver {
 
     fn should_stop(&mut self) -> bool {
         self.stop.load(Ordering::SeqCst)
+    }
+
+    fn warning(&mut self, message: &str) {
+        self.log(&format!("warning: {message}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metrics_header_names_every_ending_in_order() {
+        let ends: Vec<&str> =
+            METRICS_HEADER.split(',').filter_map(|c| c.strip_prefix("end_")).collect();
+        let names: Vec<&str> = OutcomeReason::ALL.iter().map(|r| r.name()).collect();
+        assert_eq!(ends, names);
+        assert_eq!(METRICS_HEADER.split(',').count(), 32);
+    }
+
+    #[test]
+    fn truncating_a_csv_keeps_the_header_and_earlier_rows() {
+        let dir = std::env::temp_dir().join(format!("xqz-truncate-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.csv");
+        fs::write(&path, "iteration,x\n1,a\n2,b\n3,c\n3,c\n4,d\n5,partial-line-without").unwrap();
+        assert_eq!(truncate_csv(&path, 2).unwrap(), 4);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "iteration,x\n1,a\n2,b\n");
+        assert_eq!(truncate_csv(&path, 2).unwrap(), 0);
+        assert_eq!(truncate_csv(&dir.join("missing.csv"), 0).unwrap(), 0);
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

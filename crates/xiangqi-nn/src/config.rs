@@ -239,6 +239,11 @@ pub struct TrainConfig {
     pub grad_clip_norm: f64,
     /// Mirror each sample left–right with probability ½ (the one symmetry of xiangqi).
     pub mirror: bool,
+    /// Take the policy softmax over the sample's legal moves only, as the search does, so
+    /// that no gradient pushes illegal actions down (and the reported entropy is over legal
+    /// moves). Samples added with a dense policy target ([`crate::TrainBatch::push`]) count
+    /// every action as legal. `false` is the softmax over all actions of earlier versions.
+    pub mask_illegal: bool,
     /// Weight of the policy cross-entropy in the loss.
     pub policy_weight: f64,
     /// Weight of the WDL cross-entropy in the loss.
@@ -273,6 +278,7 @@ impl Default for TrainConfig {
             nesterov: false,
             grad_clip_norm: 10.0,
             mirror: true,
+            mask_illegal: true,
             policy_weight: 1.0,
             value_weight: 1.0,
             micro_batch: 64,
@@ -290,6 +296,14 @@ impl TrainConfig {
         let non_negative = |x: f64| x.is_finite() && x >= 0.0;
         let unit_open = |x: f64| x.is_finite() && (0.0..1.0).contains(&x);
         check(positive(self.learning_rate), "training.learning_rate", "must be a positive number")?;
+        // Checkpoint manifests are TOML, whose integers are signed 64-bit.
+        for (key, v) in [
+            ("training.warmup_steps", self.warmup_steps),
+            ("training.total_steps", self.total_steps),
+            ("training.decay_every", self.decay_every),
+        ] {
+            check(v <= i64::MAX as u64, key, format!("must be at most {}", i64::MAX))?;
+        }
         check(non_negative(self.weight_decay), "training.weight_decay", "must be a number >= 0")?;
         check(unit_open(self.momentum), "training.momentum", "must be in [0, 1)")?;
         check(unit_open(self.beta2), "training.beta2", "must be in [0, 1)")?;

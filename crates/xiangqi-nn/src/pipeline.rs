@@ -46,7 +46,7 @@ use xiangqi_search::arena::{
 };
 use xiangqi_search::{
     GameRecord, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard,
-    UniformEvaluator, game_rng, list_shards, play_games, read_shard, write_shard,
+    UNKNOWN_MATERIAL, UniformEvaluator, game_rng, list_shards, play_games, read_shard, write_shard,
 };
 
 use crate::checkpoint::{self, CheckpointError};
@@ -74,6 +74,18 @@ pub struct LoopConfig {
     /// noisy when most games end undecided (Leela Chess Zero's `q_ratio`; V. Abrams, "Lessons
     /// from AlphaZero part 4: improving the training target", 2018, found averaging best).
     pub value_q_weight: f64,
+    /// Weight μ of the material target in the value target: the material balance of the
+    /// game's final position for the side to move, `p` pawns (chariot 9, cannon 4.5, horse 4,
+    /// advisor and elephant 2, soldier 1), as `t = tanh(p / material_scale)` and the WDL
+    /// `((1 + t) / 2, 0, (1 − t) / 2)` (no draw mass invented). A dense signal that every game
+    /// carries, decided or not: the analogue of KataGo's score target (Wu 2019) folded into the
+    /// value. `value_q_weight + material_weight` is at most 1; the game result has the rest.
+    pub material_weight: f64,
+    /// Pawns of material balance that make `t = tanh(1) ≈ 0.76` in the material target.
+    pub material_scale: f64,
+    /// Weight in the value loss of samples from cheap searches (playout cap randomization);
+    /// KataGo gives them 0 (`cheapSearchTargetWeight`). Full-search samples weigh 1.
+    pub cheap_value_weight: f64,
     /// The replay window: the newest samples kept for training (whole shards are dropped).
     pub window_samples: usize,
     /// No training until the window holds this many samples.
@@ -107,6 +119,9 @@ impl Default for LoopConfig {
             train_ratio: 4.0,
             batch_size: 256,
             value_q_weight: 0.0,
+            material_weight: 0.0,
+            material_scale: 4.0,
+            cheap_value_weight: 1.0,
             window_samples: 100_000,
             min_window_samples: 2_000,
             max_shards_on_disk: 0,
@@ -156,6 +171,21 @@ impl LoopConfig {
         if !(0.0..=1.0).contains(&self.value_q_weight) {
             return bad("loop.value_q_weight", "must be between 0 and 1");
         }
+        if !(0.0..=1.0).contains(&self.material_weight) {
+            return bad("loop.material_weight", "must be between 0 and 1");
+        }
+        if self.value_q_weight + self.material_weight > 1.0 + 1e-9 {
+            return bad(
+                "loop.material_weight",
+                "loop.value_q_weight + loop.material_weight must be at most 1",
+            );
+        }
+        if !(self.material_scale.is_finite() && self.material_scale > 0.0) {
+            return bad("loop.material_scale", "must be a positive number of pawns");
+        }
+        if !(0.0..=1.0).contains(&self.cheap_value_weight) {
+            return bad("loop.cheap_value_weight", "must be between 0 and 1");
+        }
         if !(1..=MAX_WINDOW_SAMPLES).contains(&self.window_samples) {
             return bad("loop.window_samples", "must be between 1 and 50000000");
         }
@@ -167,6 +197,13 @@ impl LoopConfig {
         }
         if self.arena_games > MAX_ARENA_GAMES {
             return bad("loop.arena_games", "must be at most 100000");
+        }
+        // Checkpoint manifests are TOML, whose integers are signed 64-bit.
+        for (key, v) in [("loop.max_steps", self.max_steps), ("loop.max_samples", self.max_samples)]
+        {
+            if v > i64::MAX as u64 {
+                return Err(ConfigError { key, reason: format!("must be at most {}", i64::MAX) });
+            }
         }
         if !(self.max_hours.is_finite() && self.max_hours >= 0.0) {
             return bad("loop.max_hours", "must be a number >= 0 (0 = no limit)");
@@ -247,7 +284,7 @@ pub enum PipelineError {
     #[error(transparent)]
     Nn(#[from] crate::NnError),
     /// `--resume` was asked for, but the run has no checkpoint.
-    #[error("nothing to resume: no checkpoint in '{}'", .0.display())]
+    #[error("nothing to resume: no checkpoint in '{}' (a run stopped before its first checkpoint was written starts again without --resume)", .0.display())]
     NothingToResume(PathBuf),
     /// An arena match could not be played.
     #[error("arena: {0}")]
@@ -338,6 +375,8 @@ pub trait Observer {
     fn arena(&mut self, _report: &ArenaReport) {}
     /// A checkpoint was written.
     fn checkpoint(&mut self, _dir: &Path) {}
+    /// Something the user should know that does not stop the run (a folder moved aside).
+    fn warning(&mut self, _message: &str) {}
     /// Whether to stop now (Ctrl-C); polled between games and between steps.
     fn should_stop(&mut self) -> bool {
         false
@@ -394,9 +433,40 @@ impl ReplayWindow {
     }
 }
 
-/// The WDL target of a sample: its game result mixed with its search's root value `q` by
-/// `q_weight` (see [`LoopConfig::value_q_weight`]).
-fn value_target(result: i8, q: f32, q_weight: f32) -> [f32; 3] {
+/// The settings of [`LoopConfig`] that shape the value target.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct ValueTargets {
+    q_weight: f32,
+    material_weight: f32,
+    material_scale: f32,
+    cheap_weight: f32,
+}
+
+impl ValueTargets {
+    fn of(r: &LoopConfig) -> ValueTargets {
+        ValueTargets {
+            q_weight: r.value_q_weight as f32,
+            material_weight: r.material_weight as f32,
+            material_scale: r.material_scale as f32,
+            cheap_weight: r.cheap_value_weight as f32,
+        }
+    }
+}
+
+/// The WDL target of a sample and its weight in the value loss: the game result, mixed with
+/// its search's root value `q` by `q_weight` (see [`LoopConfig::value_q_weight`]) and with the
+/// final material balance (`material_pawns`, if known) by `material_weight`
+/// ([`LoopConfig::material_weight`]). A game cut off at its length cap has no result: its
+/// target is the other parts alone, renormalised, with their total weight (0 when there are
+/// none: it teaches nothing). A cheap-search sample's weight is multiplied by `cheap_weight`.
+fn value_target(
+    result: i8,
+    q: f32,
+    material_pawns: Option<f32>,
+    capped: bool,
+    full_search: bool,
+    t: &ValueTargets,
+) -> ([f32; 3], f32) {
     let z = match result {
         1 => [1.0, 0.0, 0.0],
         0 => [0.0, 1.0, 0.0],
@@ -404,7 +474,24 @@ fn value_target(result: i8, q: f32, q_weight: f32) -> [f32; 3] {
     };
     let q = if q.is_finite() { q.clamp(-1.0, 1.0) } else { 0.0 };
     let from_q = [q.max(0.0), 1.0 - q.abs(), (-q).max(0.0)];
-    std::array::from_fn(|k| (1.0 - q_weight) * z[k] + q_weight * from_q[k])
+    let (from_m, m_weight) = match material_pawns {
+        Some(p) if p.is_finite() => {
+            let m = (p / t.material_scale).tanh();
+            ([(1.0 + m) / 2.0, 0.0, (1.0 - m) / 2.0], t.material_weight)
+        }
+        _ => ([0.0; 3], 0.0),
+    };
+    let result_weight = if capped { 0.0 } else { (1.0 - t.q_weight - t.material_weight).max(0.0) };
+    let total = result_weight + t.q_weight + m_weight;
+    let sample_weight = if full_search { 1.0 } else { t.cheap_weight };
+    if total <= 0.0 {
+        return (z, 0.0);
+    }
+    let target = std::array::from_fn(|k| {
+        (result_weight * z[k] + t.q_weight * from_q[k] + m_weight * from_m[k]) / total
+    });
+    let weight = if capped { total } else { 1.0 };
+    (target, weight * sample_weight)
 }
 
 /// Turns shard sample `i` into a training sample of `batch`.
@@ -412,7 +499,7 @@ fn push_sample(
     batch: &mut TrainBatch,
     shard: &Shard,
     i: usize,
-    q_weight: f32,
+    targets: &ValueTargets,
 ) -> Result<(), String> {
     let s = shard.sample(i);
     let mut policy = Vec::with_capacity(s.moves.len());
@@ -422,9 +509,13 @@ fn push_sample(
             .ok_or_else(|| format!("sample {i}: move {m} has no policy index"))?;
         policy.push((index as u16, p));
     }
-    let wdl = value_target(s.result, s.root_value, q_weight);
+    let capped = s.ending == OutcomeReason::LengthCap.index() as u8;
+    let material =
+        (s.final_material != UNKNOWN_MATERIAL).then(|| f32::from(s.final_material) / 2.0);
+    let (wdl, weight) =
+        value_target(s.result, s.root_value, material, capped, s.full_search, targets);
     batch
-        .push_compact(&s.inputs, &policy, wdl, s.full_search)
+        .push_weighted(&s.inputs, &policy, wdl, s.full_search, weight)
         .map_err(|e| format!("sample {i}: {e}"))
 }
 
@@ -521,6 +612,22 @@ pub fn scan_checkpoints(dir: &Path) -> io::Result<CheckpointScan> {
         }
     }
     scan.checkpoints.sort();
+    // The run's identity is its initial checkpoint's; a checkpoint with another is a copy
+    // from another run.
+    let id_of = |dir: &Path| {
+        checkpoint::read_manifest(dir, None)
+            .ok()
+            .and_then(|m| m.counters.get(COUNTER_RUN_ID).copied())
+    };
+    let initial = scan.checkpoints.iter().find(|(n, _)| *n == 0).and_then(|(_, d)| id_of(d));
+    if let Some(run_id) = initial {
+        let (ours, theirs): (Vec<_>, Vec<_>) =
+            scan.checkpoints.into_iter().partition(|(_, d)| id_of(d) == Some(run_id));
+        scan.checkpoints = ours;
+        for (_, d) in theirs {
+            scan.ignored.push((d, "a checkpoint of another run (its run_id differs)".into()));
+        }
+    }
     scan.ignored.sort();
     Ok(scan)
 }
@@ -532,6 +639,15 @@ pub fn scan_checkpoints(dir: &Path) -> io::Result<CheckpointScan> {
 /// An I/O error reading the directory (a missing directory gives an empty list).
 pub fn list_checkpoints(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     Ok(scan_checkpoints(dir)?.checkpoints)
+}
+
+/// A run identity: the clock and the process id, mixed. Unique enough to tell runs apart; it
+/// seeds nothing.
+fn new_run_id() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    derive_seed(nanos, 4, u64::from(std::process::id())) & (i64::MAX as u64)
 }
 
 /// The mixing of a seed with a counter (SplitMix64), for derived seeds.
@@ -558,6 +674,10 @@ pub struct TrainingRun {
     /// What `resume` passed over: entries that are not the run's checkpoints, and newer
     /// checkpoints that could not be loaded, each with the reason.
     skipped: Vec<(PathBuf, String)>,
+    /// Warnings of the running loop not yet taken by the caller.
+    pending_warnings: Vec<String>,
+    /// This run's identity ([`COUNTER_RUN_ID`]); `None` for a run of an earlier version.
+    run_id: Option<u64>,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -565,6 +685,9 @@ const COUNTER_STEPS_IN_ITERATION: &str = "steps_in_iteration";
 const COUNTER_SAMPLES: &str = "selfplay_samples";
 const COUNTER_ELAPSED_MS: &str = "elapsed_ms";
 const COUNTER_LAST_ARENA: &str = "last_arena_checkpoint_plus_one";
+/// A random number drawn when the run is created: checkpoints of another run (copied in) are
+/// told apart by it. Runs of earlier versions have none.
+const COUNTER_RUN_ID: &str = "run_id";
 
 impl TrainingRun {
     /// Starts a new run: a freshly initialised network (seeded by `loop.seed`), saved as the
@@ -575,6 +698,8 @@ impl TrainingRun {
     /// invalid settings; I/O errors.
     pub fn create(config: RunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
         validate(&config)?;
+        // What a start killed before its first checkpoint left behind.
+        remove_stale_temporaries(&paths)?;
         let existing = list_checkpoints(&paths.checkpoints).map_err(|source| {
             PipelineError::Io { what: "reading", path: paths.checkpoints.clone(), source }
         })?;
@@ -606,6 +731,8 @@ impl TrainingRun {
             started: Instant::now(),
             last_arena_checkpoint: None,
             skipped: Vec::new(),
+            pending_warnings: Vec::new(),
+            run_id: Some(new_run_id()),
         };
         run.save_checkpoint()?;
         Ok(run)
@@ -651,6 +778,8 @@ impl TrainingRun {
                         last_arena_checkpoint: c(COUNTER_LAST_ARENA).checked_sub(1),
                         config,
                         skipped,
+                        pending_warnings: Vec::new(),
+                        run_id: manifest.counters.get(COUNTER_RUN_ID).copied(),
                     };
                     run.rebuild_window()?;
                     return Ok(run);
@@ -759,7 +888,11 @@ impl TrainingRun {
             if observer.should_stop() {
                 return Ok(StopReason::Interrupted);
             }
-            match self.iterate(observer)? {
+            let iterated = self.iterate(observer);
+            for w in self.take_warnings() {
+                observer.warning(&w);
+            }
+            match iterated? {
                 Some(_) => {
                     done += 1;
                     if self.config.run.arena_every > 0
@@ -830,7 +963,7 @@ impl TrainingRun {
             batch.clear();
             for _ in 0..r.batch_size {
                 let (shard, i) = self.window.locate(rng.random_range(0..self.window.samples));
-                push_sample(&mut batch, shard, i, r.value_q_weight as f32).map_err(|reason| {
+                push_sample(&mut batch, shard, i, &ValueTargets::of(r)).map_err(|reason| {
                     PipelineError::Shard { path: self.paths.shards.clone(), reason }
                 })?;
             }
@@ -985,6 +1118,9 @@ impl TrainingRun {
         c.insert(COUNTER_SAMPLES.to_string(), self.total_samples);
         c.insert(COUNTER_ELAPSED_MS.to_string(), self.elapsed().as_millis() as u64);
         c.insert(COUNTER_LAST_ARENA.to_string(), self.last_arena_checkpoint.map_or(0, |n| n + 1));
+        if let Some(id) = self.run_id {
+            c.insert(COUNTER_RUN_ID.to_string(), id);
+        }
         c
     }
 
@@ -999,8 +1135,54 @@ impl TrainingRun {
         let number =
             if self.iteration == 0 && self.steps_in_iteration > 0 { 1 } else { self.iteration };
         let dir = checkpoint_path(&self.paths, number);
+        if let Some(aside) = self.move_aside_if_foreign(&dir, number)? {
+            self.pending_warnings.push(format!(
+                "{} was not a checkpoint of this run and stood where the run writes its \
+                 checkpoint {number}: moved aside to {}",
+                dir.display(),
+                aside.display()
+            ));
+        }
         checkpoint::save_trainer(&self.trainer, &dir, &self.counters())?;
         Ok(dir)
+    }
+
+    /// A file or folder at the path of checkpoint `number` that is not a training checkpoint of
+    /// this run (a user's folder, an export, a file) is renamed to `ckpt-NNNNNN.foreign-K`
+    /// instead of being replaced: the run never deletes what it did not write. A checkpoint of
+    /// the run (damaged or not) is replaced as usual.
+    fn move_aside_if_foreign(
+        &self,
+        dir: &Path,
+        number: u64,
+    ) -> Result<Option<PathBuf>, PipelineError> {
+        let Ok(meta) = fs::symlink_metadata(dir) else { return Ok(None) };
+        let ours = meta.is_dir()
+            && checkpoint::read_manifest(dir, None).is_ok_and(|m| {
+                m.has_optimizer() && m.counters.get(COUNTER_RUN_ID).copied() == self.run_id
+            });
+        if ours {
+            return Ok(None);
+        }
+        let aside = (1..1000)
+            .map(|k| self.paths.checkpoints.join(format!("ckpt-{number:06}.foreign-{k}")))
+            .find(|p| fs::symlink_metadata(p).is_err())
+            .unwrap_or_else(|| {
+                self.paths
+                    .checkpoints
+                    .join(format!("ckpt-{number:06}.foreign-{}", std::process::id()))
+            });
+        fs::rename(dir, &aside).map_err(|source| PipelineError::Io {
+            what: "moving aside",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        Ok(Some(aside))
+    }
+
+    /// Warnings gathered since the last call (entries moved aside while checkpointing).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.pending_warnings)
     }
 
     /// Removes checkpoints older than the one just written (`ckpt-<iteration>`), keeping
@@ -1018,10 +1200,19 @@ impl TrainingRun {
                 *n != 0 && *n < self.iteration && Some(*n) != self.last_arena_checkpoint
             })
             .collect();
-        for (_, dir) in older.iter().take(older.len().saturating_sub(keep_older)) {
-            fs::remove_dir_all(dir).map_err(|source| PipelineError::Io {
+        for (n, dir) in older.iter().take(older.len().saturating_sub(keep_older)) {
+            // Renamed first, so that a kill while deleting leaves a hidden temporary that a
+            // resume removes, never a half-deleted `ckpt-N`.
+            let doomed =
+                self.paths.checkpoints.join(format!(".ckpt-{n:06}.pruned-{}", std::process::id()));
+            fs::rename(dir, &doomed).map_err(|source| PipelineError::Io {
                 what: "removing",
                 path: dir.clone(),
+                source,
+            })?;
+            fs::remove_dir_all(&doomed).map_err(|source| PipelineError::Io {
+                what: "removing",
+                path: doomed.clone(),
                 source,
             })?;
         }
@@ -1153,7 +1344,9 @@ fn remove_stale_temporaries(paths: &RunPaths) -> Result<(), PipelineError> {
             let name = entry.file_name().to_string_lossy().into_owned();
             // An overwrite interrupted between its two renames leaves `.ckpt-N.old-*` and no
             // `ckpt-N`: put the old one back rather than lose it.
-            if let Some(rest) = name.strip_prefix('.').filter(|n| n.contains(".old-")) {
+            if let Some(rest) =
+                name.strip_prefix('.').filter(|n| n.starts_with("ckpt-") && n.contains(".old-"))
+            {
                 let original = dir.join(rest.split(".old-").next().unwrap_or(rest));
                 if !original.exists() {
                     fs::rename(&path, &original).map_err(|source| PipelineError::Io {
@@ -1165,7 +1358,7 @@ fn remove_stale_temporaries(paths: &RunPaths) -> Result<(), PipelineError> {
                 }
             }
             let stale = (name.starts_with(".ckpt-")
-                && (name.contains(".tmp-") || name.contains(".old-")))
+                && (name.contains(".tmp-") || name.contains(".old-") || name.contains(".pruned-")))
                 || name.ends_with(".npz.tmp");
             if !stale {
                 continue;
@@ -1260,30 +1453,72 @@ fn mean(sum: &StepMetrics, n: u64) -> StepMetrics {
 
 #[cfg(test)]
 mod tests {
-    use super::value_target;
+    use super::{ValueTargets, value_target};
 
     fn close(a: [f32; 3], b: [f32; 3]) -> bool {
         a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-6)
     }
 
+    fn t(q_weight: f32, material_weight: f32) -> ValueTargets {
+        ValueTargets { q_weight, material_weight, material_scale: 4.0, cheap_weight: 1.0 }
+    }
+
+    /// The target alone, for an uncapped full-search sample with no material known.
+    fn plain(result: i8, q: f32, q_weight: f32) -> [f32; 3] {
+        let (target, weight) = value_target(result, q, None, false, true, &t(q_weight, 0.0));
+        assert!((weight - 1.0).abs() < 1e-6, "{weight}");
+        target
+    }
+
     #[test]
     fn value_target_mixes_the_result_with_the_root_value() {
         // λ = 0: the game result alone, whatever the search said.
-        assert!(close(value_target(1, -0.8, 0.0), [1.0, 0.0, 0.0]));
-        assert!(close(value_target(0, 0.5, 0.0), [0.0, 1.0, 0.0]));
-        assert!(close(value_target(-1, 0.9, 0.0), [0.0, 0.0, 1.0]));
+        assert!(close(plain(1, -0.8, 0.0), [1.0, 0.0, 0.0]));
+        assert!(close(plain(0, 0.5, 0.0), [0.0, 1.0, 0.0]));
+        assert!(close(plain(-1, 0.9, 0.0), [0.0, 0.0, 1.0]));
         // λ = 1: the root value alone, q = 0.4 → (0.4, 0.6, 0), q = −1 → a sure loss.
-        assert!(close(value_target(-1, 0.4, 1.0), [0.4, 0.6, 0.0]));
-        assert!(close(value_target(1, -1.0, 1.0), [0.0, 0.0, 1.0]));
+        assert!(close(plain(-1, 0.4, 1.0), [0.4, 0.6, 0.0]));
+        assert!(close(plain(1, -1.0, 1.0), [0.0, 0.0, 1.0]));
         // λ = 0.5, a drawn game whose search saw a win at 0.6: 0.5·(0,1,0) + 0.5·(0.6,0.4,0).
-        assert!(close(value_target(0, 0.6, 0.5), [0.3, 0.7, 0.0]));
+        assert!(close(plain(0, 0.6, 0.5), [0.3, 0.7, 0.0]));
         // A lost game, q = −0.2: 0.5·(0,0,1) + 0.5·(0,0.8,0.2).
-        assert!(close(value_target(-1, -0.2, 0.5), [0.0, 0.4, 0.6]));
+        assert!(close(plain(-1, -0.2, 0.5), [0.0, 0.4, 0.6]));
         // Out-of-range or non-finite q never makes a target that is not a distribution.
         for q in [f32::NAN, f32::INFINITY, 3.0, -7.0] {
-            let t = value_target(1, q, 0.5);
+            let t = plain(1, q, 0.5);
             assert!(t.iter().all(|x| (0.0..=1.0).contains(x)), "{q}: {t:?}");
             assert!((t.iter().sum::<f32>() - 1.0).abs() < 1e-6, "{q}: {t:?}");
         }
+    }
+
+    #[test]
+    fn a_capped_game_teaches_no_result() {
+        // Game result alone: a game cut at the length cap has weight 0 (it is no draw).
+        let (_, w) = value_target(0, 0.3, Some(9.0), true, true, &t(0.0, 0.0));
+        assert_eq!(w, 0.0);
+        // With a material target of weight 0.25, a capped game teaches the material alone,
+        // with that weight: 9 pawns up at scale 4 is tanh(2.25) = 0.97803.
+        let (target, w) = value_target(0, 0.3, Some(9.0), true, true, &t(0.0, 0.25));
+        let m = 2.25f32.tanh();
+        assert!((w - 0.25).abs() < 1e-6, "{w}");
+        assert!(close(target, [(1.0 + m) / 2.0, 0.0, (1.0 - m) / 2.0]), "{target:?}");
+        // The same game not capped (a repetition draw): 0.75 · draw + 0.25 · material.
+        let (target, w) = value_target(0, 0.3, Some(9.0), false, true, &t(0.0, 0.25));
+        assert_eq!(w, 1.0);
+        let expected = [0.25 * (1.0 + m) / 2.0, 0.75, 0.25 * (1.0 - m) / 2.0];
+        assert!(close(target, expected), "{target:?} vs {expected:?}");
+        // Unknown material (a version 1 shard): the result alone, renormalised.
+        let (target, w) = value_target(-1, 0.3, None, false, true, &t(0.0, 0.25));
+        assert_eq!(w, 1.0);
+        assert!(close(target, [0.0, 0.0, 1.0]), "{target:?}");
+    }
+
+    #[test]
+    fn cheap_search_samples_take_their_own_value_weight() {
+        let targets = ValueTargets { cheap_weight: 0.0, ..t(0.0, 0.0) };
+        assert_eq!(value_target(1, 0.0, None, false, false, &targets).1, 0.0);
+        assert_eq!(value_target(1, 0.0, None, false, true, &targets).1, 1.0);
+        let targets = ValueTargets { cheap_weight: 0.5, ..t(0.0, 0.0) };
+        assert_eq!(value_target(1, 0.0, None, false, false, &targets).1, 0.5);
     }
 }
