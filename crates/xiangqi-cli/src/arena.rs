@@ -100,6 +100,13 @@ pub struct Args {
     /// Rank numbers of engine B's moves.
     #[arg(long = "b-ranks", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     b_ranks: u8,
+    /// Node limit of engine A (`go nodes N` every move, in place of `--sims`/`--movetime`), so
+    /// that a net at `--sims 32` can meet an engine at 1 node.
+    #[arg(long = "a-nodes", value_parser = clap::value_parser!(u32).range(1..))]
+    a_nodes: Option<u32>,
+    /// Node limit of engine B.
+    #[arg(long = "b-nodes", value_parser = clap::value_parser!(u32).range(1..))]
+    b_nodes: Option<u32>,
     /// Seed of the random and greedy players.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -196,7 +203,13 @@ fn parse_player(
             bail!("player '{spec}': empty engine command");
         }
         let ranks = if ranks == 1 { RankBase::One } else { RankBase::Zero };
-        Ok(PlayerSpec::Engine(EngineSpec { protocol, command, options: options.clone(), ranks }))
+        Ok(PlayerSpec::Engine(EngineSpec {
+            protocol,
+            command,
+            options: options.clone(),
+            ranks,
+            nodes: None,
+        }))
     };
     if let Some(command) = spec.strip_prefix("uci:") {
         return engine(Protocol::Uci, command);
@@ -346,9 +359,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
         None => Opening::builtin(),
     };
-    let a = parse_player(&args.a, &args.a_option, args.a_ranks, args.seed).context("--a")?;
-    let b = parse_player(&args.b, &args.b_option, args.b_ranks, args.seed ^ 0x9e37_79b9)
+    let mut a = parse_player(&args.a, &args.a_option, args.a_ranks, args.seed).context("--a")?;
+    let mut b = parse_player(&args.b, &args.b_option, args.b_ranks, args.seed ^ 0x9e37_79b9)
         .context("--b")?;
+    for (player, nodes, flag) in
+        [(&mut a, args.a_nodes, "--a-nodes"), (&mut b, args.b_nodes, "--b-nodes")]
+    {
+        match (player, nodes) {
+            (_, None) => {}
+            (PlayerSpec::Engine(spec), Some(n)) => spec.nodes = Some(n),
+            (_, Some(_)) => bail!("{flag} is a limit of an external engine (uci: or ucci:)"),
+        }
+    }
     let movetime = args.movetime.map(Duration::from_millis);
     let simulations = args.sims.map(|s| s.max(1));
     let config = MatchConfig {

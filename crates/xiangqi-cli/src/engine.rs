@@ -65,6 +65,9 @@ pub struct EngineSpec {
     pub options: Vec<(String, String)>,
     /// The engine's rank numbers.
     pub ranks: RankBase,
+    /// A node limit of this engine's own (`go nodes N` every move), in place of the match's
+    /// limit.
+    pub nodes: Option<u32>,
 }
 
 /// The node budget of a move when the limit names neither time nor simulations.
@@ -387,6 +390,10 @@ impl Player for EnginePlayer {
         let limit = *limit;
         self.with_process(|p, spec| {
             p.send(&position_command(game, spec.ranks))?;
+            let limit = match spec.nodes {
+                Some(n) => MoveLimit { simulations: Some(n), movetime: None, ..limit },
+                None => limit,
+            };
             p.send(&go_command(spec.protocol, &limit, p.usemillisec))?;
             let wait = limit.deadline().unwrap_or(NODES_TIMEOUT);
             let answer = p
@@ -449,6 +456,7 @@ mod tests {
             command: vec!["/nonexistent/engine-xyz".to_string()],
             options: Vec::new(),
             ranks: RankBase::Zero,
+            nodes: None,
         };
         let err = EnginePlayer::start(spec).err().expect("no such program");
         assert!(matches!(err, PlayerError::Crashed(_)), "{err}");
