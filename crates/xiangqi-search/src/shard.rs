@@ -223,7 +223,7 @@ impl Shard {
         }
         // The final position: the start with every move played (the record's moves are legal;
         // a move that is not ends the replay, leaving the material unknown).
-        let mut last = game.start.clone();
+        let mut last = game.start;
         let mut complete = true;
         for &m in &game.moves {
             if last.play(m).is_err() {

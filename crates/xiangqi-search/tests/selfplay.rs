@@ -311,7 +311,7 @@ fn shards_record_each_games_ending_length_and_final_material() {
     // the final balance from its own side.
     let (records, _) = play(&small_search(), &small_selfplay(), 1);
     let mut record: GameRecord = records[0].clone();
-    record.start = up.clone();
+    record.start = up;
     record.moves = vec![up.parse_uci("h2h9").unwrap()];
     record.outcome = Outcome::Draw { reason: OutcomeReason::LengthCap };
     record.samples.truncate(2);
