@@ -199,7 +199,12 @@ fn fake_engine(dir: &std::path::Path, mode: &str) -> String {
          echo uciok;;\n    isready) echo readyok;;\n    go*) {on_go};;\n    quit) exit 0;;\n  esac\n\
          done\n"
     );
-    let path = dir.join(format!("fake-{mode}.sh"));
+    script_engine(dir, &format!("fake-{mode}.sh"), &script)
+}
+
+/// Writes an executable shell script `name` into `dir` and returns it as a `uci:` player.
+fn script_engine(dir: &std::path::Path, name: &str, script: &str) -> String {
+    let path = dir.join(name);
     fs::write(&path, script).unwrap();
     #[cfg(unix)]
     {
@@ -333,14 +338,7 @@ fn flooding_engines_lose_on_time_and_their_children_are_killed() {
          do echo 'info depth 1 score cp 0 pv e0e1'; done;;\n    quit) exit 0;;\n  esac\ndone\n",
         pids.display()
     );
-    let path = dir.join("flood.sh");
-    fs::write(&path, script).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let engine = format!("uci:{}", path.display());
+    let engine = script_engine(&dir, "flood.sh", &script);
     let o = xqz_within(
         &[
             "arena",
@@ -400,14 +398,7 @@ fn an_engine_takes_its_own_node_limit() {
          (none)';;\n    quit) exit 0;;\n  esac\ndone\n",
         log.display()
     );
-    let path = dir.join("counter.sh");
-    fs::write(&path, script).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let engine = format!("uci:{}", path.display());
+    let engine = script_engine(&dir, "counter.sh", &script);
     let o = xqz(&[
         "arena",
         "--a",
