@@ -556,23 +556,27 @@ pub struct CheckpointScan {
 /// Whether the manifest of `dir`, named `ckpt-<n>`, is a training checkpoint of a run: one with
 /// an optimizer state whose iteration counter is `n`, or `n − 1` with optimizer steps of
 /// iteration `n` already taken (a checkpoint of an interrupted first iteration).
-fn run_checkpoint_problem(dir: &Path, n: u64) -> Option<String> {
+/// On success, the checkpoint's run id (`None` for a run of an earlier version); else why it is
+/// not one of a run's checkpoints.
+fn run_checkpoint_problem(dir: &Path, n: u64) -> Result<Option<u64>, String> {
     let manifest = match checkpoint::read_manifest(dir, None) {
         Ok(m) => m,
         Err(CheckpointError::NoManifest { .. }) => {
-            return Some(format!("no {}: not a checkpoint", checkpoint::MANIFEST));
+            return Err(format!("no {}: not a checkpoint", checkpoint::MANIFEST));
         }
-        Err(e) => return Some(e.to_string()),
+        Err(e) => return Err(e.to_string()),
     };
     if !manifest.has_optimizer() {
-        return Some("a weights-only checkpoint or an export, not a training checkpoint".into());
+        return Err("a weights-only checkpoint or an export, not a training checkpoint".into());
     }
     let it = manifest.counters.get(COUNTER_ITERATION).copied();
     let steps = manifest.counters.get(COUNTER_STEPS_IN_ITERATION).copied().unwrap_or(0);
     match it {
-        Some(i) if i == n || (i + 1 == n && steps > 0) => None,
-        Some(i) => Some(format!("its manifest records iteration {i}, not {n}")),
-        None => Some("its manifest has no iteration counter".into()),
+        Some(i) if i == n || (i + 1 == n && steps > 0) => {
+            Ok(manifest.counters.get(COUNTER_RUN_ID).copied())
+        }
+        Some(i) => Err(format!("its manifest records iteration {i}, not {n}")),
+        None => Err("its manifest has no iteration counter".into()),
     }
 }
 
@@ -590,6 +594,7 @@ pub fn scan_checkpoints(dir: &Path) -> io::Result<CheckpointScan> {
         Err(e) => return Err(e),
     };
     let mut scan = CheckpointScan::default();
+    let mut found = Vec::new();
     for entry in entries {
         let path = entry?.path();
         let hidden = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
@@ -599,11 +604,11 @@ pub fn scan_checkpoints(dir: &Path) -> io::Result<CheckpointScan> {
         let problem = match numbered(&path, "ckpt-", "") {
             Some(_) if !path.is_dir() => Some("not a directory".to_string()),
             Some(n) => match run_checkpoint_problem(&path, n) {
-                None => {
-                    scan.checkpoints.push((n, path));
+                Ok(run_id) => {
+                    found.push((n, path, run_id));
                     continue;
                 }
-                Some(p) => Some(p),
+                Err(p) => Some(p),
             },
             None => Some("not named ckpt-NNNNNN".to_string()),
         };
@@ -611,23 +616,18 @@ pub fn scan_checkpoints(dir: &Path) -> io::Result<CheckpointScan> {
             scan.ignored.push((path, reason));
         }
     }
-    scan.checkpoints.sort();
     // The run's identity is its initial checkpoint's; a checkpoint with another is a copy
     // from another run.
-    let id_of = |dir: &Path| {
-        checkpoint::read_manifest(dir, None)
-            .ok()
-            .and_then(|m| m.counters.get(COUNTER_RUN_ID).copied())
-    };
-    let initial = scan.checkpoints.iter().find(|(n, _)| *n == 0).and_then(|(_, d)| id_of(d));
-    if let Some(run_id) = initial {
-        let (ours, theirs): (Vec<_>, Vec<_>) =
-            scan.checkpoints.into_iter().partition(|(_, d)| id_of(d) == Some(run_id));
-        scan.checkpoints = ours;
-        for (_, d) in theirs {
-            scan.ignored.push((d, "a checkpoint of another run (its run_id differs)".into()));
+    let initial = found.iter().find(|(n, _, _)| *n == 0).and_then(|(_, _, id)| *id);
+    for (n, dir, run_id) in found {
+        match initial {
+            Some(ours) if run_id != Some(ours) => {
+                scan.ignored.push((dir, "a checkpoint of another run (its run_id differs)".into()))
+            }
+            _ => scan.checkpoints.push((n, dir)),
         }
     }
+    scan.checkpoints.sort();
     scan.ignored.sort();
     Ok(scan)
 }
