@@ -766,6 +766,7 @@ fn finished_game(
             samples: Vec::new(),
             resign_disabled: false,
             would_have_resigned: None,
+            lowest_value: [1.0; 2],
         },
         red: names[0].to_string(),
         black: names[1].to_string(),

@@ -32,15 +32,18 @@ pub mod config;
 pub mod eval;
 pub mod game;
 pub mod record;
+pub mod resign;
 pub mod search;
 pub mod selfplay;
 pub mod shard;
+pub mod tactics;
 pub mod tree;
 
 pub use config::{Algorithm, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig};
 pub use eval::{EvalBuffer, EvalLog, EvalRequest, Evaluator, ScriptedEvaluator, UniformEvaluator};
 pub use game::SearchGame;
 pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn_moves};
+pub use resign::ResignCalibration;
 pub use search::{Search, SearchResult};
 pub use selfplay::{SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games};
 pub use shard::{

@@ -68,6 +68,11 @@ pub struct GameRecord {
     /// In a game with resignation disabled: the first side whose value fell below the
     /// threshold, which would have resigned.
     pub would_have_resigned: Option<Color>,
+    /// For Red and Black (by [`Color::index`]): the lowest value of the best move among the
+    /// side's searches, for that side, in `[-1, 1]`; `1.0` for a side that searched no move
+    /// (and in arena games). The side would have resigned under any threshold above it (see
+    /// [`crate::resign`]).
+    pub lowest_value: [f32; 2],
 }
 
 impl GameRecord {

@@ -186,6 +186,7 @@ struct Running {
     full: bool,
     resign_disabled: bool,
     would_have_resigned: Option<Color>,
+    lowest_value: [f32; 2],
 }
 
 #[derive(Default)]
@@ -230,6 +231,7 @@ impl Running {
             full: true,
             resign_disabled,
             would_have_resigned: None,
+            lowest_value: [1.0; 2],
         }
     }
 
@@ -259,6 +261,8 @@ impl Running {
             full_search: self.full,
             root_value: result.root_value.clamp(-1.0, 1.0),
         });
+        let lowest = &mut self.lowest_value[turn.index()];
+        *lowest = lowest.min(result.best_value.clamp(-1.0, 1.0));
         if sp.resign_threshold > -1.0 && result.best_value < sp.resign_threshold {
             if self.resign_disabled {
                 self.would_have_resigned.get_or_insert(turn);
@@ -293,6 +297,7 @@ impl Running {
             samples: self.samples,
             resign_disabled: self.resign_disabled,
             would_have_resigned: self.would_have_resigned,
+            lowest_value: self.lowest_value,
         };
         (record, self.search)
     }

@@ -4,11 +4,12 @@ use std::fs;
 use std::path::PathBuf;
 
 use xiangqi::{Color, Game, OutcomeReason, RuleSet};
+use xiangqi_search::resign::BINS;
 use xiangqi_search::shard::temp_path;
 use xiangqi_search::{
-    Algorithm, GameRecord, ScriptedEvaluator, SearchConfig, SelfPlayConfig, SelfPlayEvent,
-    SelfPlayStats, Shard, ShardError, UniformEvaluator, list_shards, parse_pgn_moves, play_games,
-    read_shard, write_shard,
+    Algorithm, GameRecord, ResignCalibration, ScriptedEvaluator, SearchConfig, SelfPlayConfig,
+    SelfPlayEvent, SelfPlayStats, Shard, ShardError, UniformEvaluator, list_shards,
+    parse_pgn_moves, play_games, read_shard, write_shard,
 };
 
 fn small_search() -> SearchConfig {
@@ -186,6 +187,22 @@ fn resignation_and_its_false_positives() {
     let fp = records.iter().filter(|r| r.resign_false_positive()).count() as u64;
     assert_eq!(stats.resign_false_positives, fp);
     assert!(fp > 0, "a capped draw is a false positive");
+    // The lowest best-move values: Black's near -1 (below the threshold), Red's near +1.
+    for r in &records {
+        assert!(r.lowest_value[Color::Black.index()] < -0.9, "{:?}", r.lowest_value);
+        assert!(r.lowest_value[Color::Red.index()] > 0.5, "{:?}", r.lowest_value);
+    }
+    // The calibration counts the played-out games only (a threshold was in effect), and every
+    // Black side of them would have resigned falsely (a capped draw): no threshold qualifies.
+    let mut calibration = ResignCalibration::new(1000);
+    let counted = records.iter().filter(|r| calibration.add_game(r, -0.9)).count() as u64;
+    assert_eq!(counted, disabled);
+    assert_eq!(calibration.total(), 2 * disabled);
+    assert_eq!(calibration.resigners(BINS - 1), (disabled, disabled));
+    assert_eq!(calibration.choose(0.05, 1), -1.0);
+    // With no threshold in effect every game counts.
+    let mut all = ResignCalibration::new(1000);
+    assert!(records.iter().all(|r| all.add_game(r, -1.0)));
 }
 
 #[test]
@@ -279,6 +296,7 @@ fn pgn_moves_reparse() {
         samples: Vec::new(),
         resign_disabled: false,
         would_have_resigned: None,
+        lowest_value: [1.0; 2],
     };
     let mut text = Vec::new();
     record.write_pgn(&mut text).unwrap();
