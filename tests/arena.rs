@@ -457,3 +457,64 @@ fn fairy_stockfish_plays_whole_games_at_one_node() {
     assert_eq!(forfeits(&table, "B"), [0.0, 0.0, 0.0, 0.0], "{table}");
     assert_eq!(row(&table, "A total")[0], 4.0, "{table}");
 }
+
+/// The numbers of a row of the `xqz tactics` table: positions, solved, score, interval low and
+/// high, the random mover's expected score.
+fn tactics_row(table: &str, kind: &str) -> Vec<f64> {
+    let line = table.lines().find(|l| l.starts_with(kind)).unwrap_or_else(|| panic!("{table}"));
+    line[kind.len()..]
+        .split(|c: char| c.is_whitespace() || c == '–')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.trim_end_matches('%').parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn tactics_greedy_always_mates_in_one_and_random_mostly_does_not() {
+    let dir = scratch("tactics");
+    let out = dir.join("greedy.tsv");
+    let o =
+        xqz(&["tactics", "--player", "greedy", "--count", "12", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    // The greedy player takes any move that wins at once: it solves every mate in one.
+    let mate = tactics_row(&table, "mate_in_one");
+    assert_eq!(mate[0], 12.0, "{table}");
+    assert_eq!(mate[1], 12.0, "{table}");
+    // It also takes the most valuable capture, so it wins a free piece in most positions (a
+    // defended chariot can be worth more to it than a free horse).
+    let piece = tactics_row(&table, "win_piece");
+    assert_eq!(piece[0], 12.0, "{table}");
+    assert!(piece[1] >= 6.0, "{table}");
+    // The file lists each position: kind, start FEN, moves, correct moves, the answer; the
+    // answers to the mates are among the correct moves, and replaying the moves is legal.
+    let text = fs::read_to_string(&out).unwrap();
+    assert_eq!(text.lines().count(), 36, "{text}");
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert_eq!(f.len(), 5, "{line}");
+        let mut game = Game::new(xiangqi::Position::from_fen(f[1]).unwrap(), RuleSet::Asian);
+        for uci in f[2].split_whitespace() {
+            let m = game.position().parse_uci(uci).unwrap();
+            assert!(game.play(m).unwrap().is_none(), "{line}");
+        }
+        if f[0] == "mate_in_one" {
+            assert!(f[3].split_whitespace().any(|m| m == f[4]), "{line}");
+            let m = game.position().parse_uci(f[4]).unwrap();
+            let outcome = game.play(m).unwrap().expect("a mate ends the game");
+            assert_eq!(outcome.winner(), Some(game.position().turn().other()), "{line}");
+        }
+    }
+    // A random mover solves far fewer, close to the chance the table prints.
+    let o = xqz(&["tactics", "--player", "random", "--count", "12"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    let mate = tactics_row(&table, "mate_in_one");
+    assert!(mate[1] < 12.0, "{table}");
+    assert!(mate[5] < 50.0, "{table}");
+    // A bad player is an error naming it.
+    let o = xqz(&["tactics", "--player", "nosuch"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("nosuch"), "{}", stderr(&o));
+    let _ = fs::remove_dir_all(&dir);
+}

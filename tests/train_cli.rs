@@ -287,13 +287,32 @@ fn a_run_killed_at_any_moment_resumes_cleanly() {
     // No metrics row reports self-play at zero speed: an iteration resumed from its shard
     // leaves those cells empty.
     let metrics = fs::read_to_string(dir.join("metrics.csv")).unwrap();
+    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|&h| h == name).unwrap();
+    let mut scored = 0;
     for row in metrics.lines().skip(1) {
         let cells: Vec<&str> = row.split(',').collect();
-        assert_eq!(cells.len(), 32, "{row}");
+        assert_eq!(cells.len(), 38, "{row}");
         for (i, name) in [(6, "mean_game_length"), (7, "games_per_s"), (8, "simulations_per_s")] {
             assert!(cells[i].is_empty() || cells[i].parse::<f64>().unwrap() > 0.0, "{name}: {row}");
         }
+        // The held-out losses of the iteration's new shard, when it was scored (not after a
+        // resume in the middle of its training).
+        if !cells[column("heldout_samples")].is_empty() {
+            scored += 1;
+            for name in ["heldout_policy_loss", "heldout_material_loss"] {
+                let x: f64 = cells[column(name)].parse().unwrap();
+                assert!(x > 0.0 && x < 20.0, "{name}: {row}");
+            }
+            // tiny.toml teaches the game result alone, and a game cut at its 80-ply cap has
+            // none: the value losses are empty when every scored game was capped.
+            for name in ["heldout_value_loss", "heldout_result_loss"] {
+                let cell = cells[column(name)];
+                assert!(cell.is_empty() || cell.parse::<f64>().unwrap() > 0.0, "{name}: {row}");
+            }
+        }
     }
+    assert!(scored > 0, "no iteration was scored before training: {metrics}");
     let _ = fs::remove_dir_all(&dir);
 }
 

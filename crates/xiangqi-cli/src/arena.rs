@@ -160,7 +160,7 @@ fn search_config(options: &[(String, String)]) -> anyhow::Result<SearchConfig> {
 }
 
 /// A player named on the command line: one the arena drives itself, or an external engine.
-enum PlayerSpec {
+pub(crate) enum PlayerSpec {
     Local(LocalPlayer),
     /// The search with a network: an MCTS player and the checkpoint it evaluates with.
     Net(LocalPlayer, PathBuf),
@@ -169,7 +169,7 @@ enum PlayerSpec {
 
 impl PlayerSpec {
     /// Starts the player for a sequential match (an engine starts its process).
-    fn start(&self, spec: &str) -> anyhow::Result<Box<dyn Player>> {
+    pub(crate) fn start(&self, spec: &str) -> anyhow::Result<Box<dyn Player>> {
         match self {
             PlayerSpec::Local(p) => Ok(p.to_player(UniformEvaluator)?),
             PlayerSpec::Net(p, path) => Ok(p.to_player(crate::net::load(path)?)?),
@@ -182,7 +182,7 @@ impl PlayerSpec {
     }
 }
 
-fn parse_player(
+pub(crate) fn parse_player(
     spec: &str,
     options: &[String],
     ranks: u8,

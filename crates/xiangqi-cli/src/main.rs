@@ -59,6 +59,7 @@ mod net;
 mod outcome;
 mod perft;
 mod selfplay;
+mod tactics;
 mod train;
 mod uci;
 mod uci_search;
@@ -87,6 +88,9 @@ enum Command {
     Uci(uci::Args),
     /// Export a checkpoint as a self-contained net, with safetensors and a JSON description.
     Export(export::Args),
+    /// Score a player on tactical test positions kept back from training (mate in one,
+    /// stopping a mate in one, winning a piece for nothing).
+    Tactics(tactics::Args),
 }
 
 /// Exit status for bad input (an illegal move, a malformed FEN, ...).
@@ -116,6 +120,7 @@ fn main() -> ExitCode {
         Command::Arena(args) => arena::run(&args),
         Command::Uci(args) => uci::run(&args),
         Command::Export(args) => export::run(&args),
+        Command::Tactics(args) => tactics::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -340,7 +340,8 @@ mean_game_length,games_per_s,simulations_per_s,evaluations_per_s,batch_fill,trai
 loss,policy_loss,value_loss,weight_decay_loss,policy_entropy,value_accuracy,learning_rate,\
 grad_norm,window_samples,false_resign_rate,end_checkmate,end_no_legal_moves,end_perpetual_check,\
 end_perpetual_chase,end_repetition,end_no_capture_limit,end_move_limit,end_insufficient_material,\
-end_resignation,end_length_cap";
+end_resignation,end_length_cap,resign_threshold,heldout_samples,heldout_policy_loss,\
+heldout_value_loss,heldout_result_loss,heldout_material_loss";
 
 const ARENA_HEADER: &str =
     "iteration,elapsed_s,opponent,games,wins,draws,losses,score,elo,elo_low,elo_high";
@@ -362,7 +363,59 @@ struct CliObserver {
     headline: String,
 }
 
+/// Brings a CSV file written by an earlier version up to `header`: when its header is a
+/// prefix of `header` (columns were added at the end), the header is replaced and every row
+/// padded with empty cells, atomically; a file with any other header is renamed to
+/// `<name>.old` (or `<name>.old-K`) and a new one started. Returns the new name of a file moved
+/// aside.
+fn upgrade_csv(path: &Path, header: &str) -> anyhow::Result<Option<PathBuf>> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let Some(old) = text.lines().next() else { return Ok(None) };
+    if old == header {
+        return Ok(None);
+    }
+    let columns = header.split(',').count();
+    if header.starts_with(old) && header[old.len()..].starts_with(',') {
+        let pad = ",".repeat(columns - old.split(',').count());
+        let mut out = String::with_capacity(text.len() + text.lines().count() * pad.len());
+        out.push_str(header);
+        out.push('\n');
+        for line in text.lines().skip(1) {
+            out.push_str(line);
+            out.push_str(&pad);
+            out.push('\n');
+        }
+        write_atomically(path, out.as_bytes())?;
+        return Ok(None);
+    }
+    let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let aside = (0..)
+        .map(|k| {
+            path.with_file_name(if k == 0 {
+                format!("{name}.old")
+            } else {
+                format!("{name}.old-{k}")
+            })
+        })
+        .find(|p| !p.exists())
+        .expect("some name is free");
+    fs::rename(path, &aside)
+        .with_context(|| format!("cannot move {} aside to {}", path.display(), aside.display()))?;
+    Ok(Some(aside))
+}
+
 fn open_csv(path: &Path, header: &str) -> anyhow::Result<BufWriter<File>> {
+    if let Some(aside) = upgrade_csv(path, header)? {
+        errln!(
+            "warning: {} has columns this version does not write; moved aside to {}",
+            path.display(),
+            aside.display()
+        );
+    }
     let new = !path.exists() || fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true);
     let file = OpenOptions::new()
         .create(true)
@@ -531,6 +584,21 @@ impl Observer for CliObserver {
                 );
             }
         }
+        if let Some(t) = r.selfplay.resign_threshold.filter(|_| played) {
+            self.scalar("selfplay/resign_threshold", f64::from(t), it);
+        }
+        if let Some(h) = &r.heldout {
+            for (name, x) in [
+                ("heldout/policy_loss", h.policy_loss),
+                ("heldout/value_loss", h.value_loss),
+                ("heldout/result_loss", h.result_loss),
+                ("heldout/material_loss", h.material_loss),
+            ] {
+                if x.is_finite() {
+                    self.scalar(name, x, it);
+                }
+            }
+        }
         let false_resign = st.resign_false_positive_rate().filter(|_| played);
         if let Some(rate) = false_resign {
             self.scalar("selfplay/false_resign_rate", rate, it);
@@ -573,6 +641,22 @@ impl Observer for CliObserver {
         for reason in OutcomeReason::ALL {
             row.push(',');
             row.push_str(&known(r.selfplay.reason_share(reason), 4));
+        }
+        row.push(',');
+        if let Some(t) = r.selfplay.resign_threshold.filter(|_| played) {
+            row.push_str(&format!("{t:.2}"));
+        }
+        let cell = |x: f64| if x.is_finite() { format!("{x:.5}") } else { String::new() };
+        match &r.heldout {
+            Some(h) => row.push_str(&format!(
+                ",{},{},{},{},{}",
+                h.samples,
+                cell(h.policy_loss),
+                cell(h.value_loss),
+                cell(h.result_loss),
+                cell(h.material_loss)
+            )),
+            None => row.push_str(",,,,,"),
         }
         // Written through to the file before the iteration's checkpoint (a kill after this line
         // and before the checkpoint replays the iteration, and the resume drops this row).
@@ -661,7 +745,30 @@ mod tests {
             METRICS_HEADER.split(',').filter_map(|c| c.strip_prefix("end_")).collect();
         let names: Vec<&str> = OutcomeReason::ALL.iter().map(|r| r.name()).collect();
         assert_eq!(ends, names);
-        assert_eq!(METRICS_HEADER.split(',').count(), 32);
+        assert_eq!(METRICS_HEADER.split(',').count(), 38);
+    }
+
+    #[test]
+    fn an_older_metrics_file_is_padded_to_the_new_columns_or_moved_aside() {
+        let dir = std::env::temp_dir().join(format!("xqz-upgrade-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.csv");
+        fs::write(&path, "iteration,x\n1,a\n2,b\n").unwrap();
+        assert_eq!(upgrade_csv(&path, "iteration,x,y,z").unwrap(), None);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "iteration,x,y,z\n1,a,,\n2,b,,\n");
+        // Already current: untouched.
+        assert_eq!(upgrade_csv(&path, "iteration,x,y,z").unwrap(), None);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "iteration,x,y,z\n1,a,,\n2,b,,\n");
+        // A header that is not a prefix ("iteration,xy" is not "iteration,x" plus columns).
+        fs::write(&path, "iteration,xy\n1,a\n").unwrap();
+        let aside = upgrade_csv(&path, "iteration,x,y").unwrap().unwrap();
+        assert_eq!(aside, dir.join("m.csv.old"));
+        assert!(!path.exists());
+        assert_eq!(fs::read_to_string(&aside).unwrap(), "iteration,xy\n1,a\n");
+        fs::write(&path, "other\n").unwrap();
+        assert_eq!(upgrade_csv(&path, "iteration,x,y").unwrap().unwrap(), dir.join("m.csv.old-1"));
+        assert_eq!(upgrade_csv(&dir.join("missing.csv"), "a").unwrap(), None);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

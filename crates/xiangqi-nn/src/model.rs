@@ -457,8 +457,10 @@ mod tests {
                 mirror_policy(&p, &mut expected);
                 let diff = pm.iter().zip(&expected).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
                 assert!(diff < 1e-4, "{global:?} {name}: policy differs by {diff}");
+                // 1e-4 as for the policy: the CPU backend's parallel sums may split differently
+                // for the two inputs (under load a 1e-5 bound failed once).
                 let diff = wm.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
-                assert!(diff < 1e-5, "{global:?} {name}: wdl differs by {diff}");
+                assert!(diff < 1e-4, "{global:?} {name}: wdl differs by {diff}");
                 // And the policy is not trivially symmetric.
                 let asym = p.iter().zip(&expected).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
                 assert!(asym > 1e-3, "{global:?} {name}: the test input is too symmetric ({asym})");

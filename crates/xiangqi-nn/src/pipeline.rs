@@ -39,14 +39,15 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use xiangqi::env::move_to_index;
+use xiangqi::env::{POLICY_SIZE, move_to_index};
 use xiangqi::{Move, OutcomeReason};
 use xiangqi_search::arena::{
     GameSettings, LocalPlayer, MatchConfig, MatchStats, MoveLimit, Opening, run_match_batched,
 };
 use xiangqi_search::{
-    GameRecord, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard,
-    UNKNOWN_MATERIAL, UniformEvaluator, game_rng, list_shards, play_games, read_shard, write_shard,
+    GameRecord, ResignCalibration, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats,
+    Shard, UNKNOWN_MATERIAL, UniformEvaluator, game_rng, list_shards, play_games, read_shard,
+    write_shard,
 };
 
 use crate::checkpoint::{self, CheckpointError};
@@ -86,6 +87,20 @@ pub struct LoopConfig {
     /// Weight in the value loss of samples from cheap searches (playout cap randomization);
     /// KataGo gives them 0 (`cheapSearchTargetWeight`). Full-search samples weigh 1.
     pub cheap_value_weight: f64,
+    /// Self-tuning resignation: when above 0, the loop chooses `selfplay.resign_threshold`
+    /// before each iteration's self-play as the highest threshold whose measured
+    /// false-positive rate is at most this fraction (AlphaGo Zero kept it below 0.05), from
+    /// the games played out without resignation ([`xiangqi_search::resign`]). Resignation
+    /// stays off until `resign_min_resigners` played-out sides would have resigned under a
+    /// qualifying threshold. `selfplay.resign_threshold` must then be -1. 0 = off: the
+    /// configured threshold is used as it is.
+    pub resign_target_false_positive: f64,
+    /// Played-out sides that must have fallen below a threshold before it may be chosen.
+    pub resign_min_resigners: u64,
+    /// Held-out loss: this many samples of each new shard (evenly spread over it) are scored
+    /// by the network before any training on them (`heldout_*` columns of `metrics.csv`);
+    /// 0 = not measured.
+    pub heldout_samples: usize,
     /// The replay window: the newest samples kept for training (whole shards are dropped).
     pub window_samples: usize,
     /// No training until the window holds this many samples.
@@ -122,6 +137,9 @@ impl Default for LoopConfig {
             material_weight: 0.0,
             material_scale: 4.0,
             cheap_value_weight: 1.0,
+            resign_target_false_positive: 0.0,
+            resign_min_resigners: 100,
+            heldout_samples: 1024,
             window_samples: 100_000,
             min_window_samples: 2_000,
             max_shards_on_disk: 0,
@@ -185,6 +203,15 @@ impl LoopConfig {
         }
         if !(0.0..=1.0).contains(&self.cheap_value_weight) {
             return bad("loop.cheap_value_weight", "must be between 0 and 1");
+        }
+        if !(0.0..=0.5).contains(&self.resign_target_false_positive) {
+            return bad("loop.resign_target_false_positive", "must be between 0 (off) and 0.5");
+        }
+        if self.resign_min_resigners == 0 || self.resign_min_resigners > 1_000_000 {
+            return bad("loop.resign_min_resigners", "must be between 1 and 1000000");
+        }
+        if self.heldout_samples > 100_000 {
+            return bad("loop.heldout_samples", "must be at most 100000 (0 = not measured)");
         }
         if !(1..=MAX_WINDOW_SAMPLES).contains(&self.window_samples) {
             return bad("loop.window_samples", "must be between 1 and 50000000");
@@ -307,6 +334,8 @@ pub struct SelfPlayReport {
     pub stats: SelfPlayStats,
     /// Wall time.
     pub elapsed: Duration,
+    /// The resignation threshold self-play used (`None` when the shard was reused on resume).
+    pub resign_threshold: Option<f32>,
 }
 
 impl SelfPlayReport {
@@ -343,6 +372,27 @@ pub struct IterationReport {
     pub total_steps: u64,
     /// Running time so far (summed over resumes).
     pub elapsed: Duration,
+    /// The new shard's losses before it was trained on (`None` when not measured).
+    pub heldout: Option<HeldOutLosses>,
+}
+
+/// The losses of a new shard's samples under the network that is about to train on them (so
+/// never trained on yet): a held-out measure of how well the network predicts fresh games.
+/// Cross-entropies in nats; `NaN` where no sample had that kind of target.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HeldOutLosses {
+    /// Samples scored.
+    pub samples: usize,
+    /// Policy cross-entropy over the legal moves, mean over the full-search samples.
+    pub policy_loss: f64,
+    /// WDL cross-entropy against the training target, weighted as in training.
+    pub value_loss: f64,
+    /// WDL cross-entropy against the game result alone (one-hot), over samples of games that
+    /// have one (not cut at the length cap).
+    pub result_loss: f64,
+    /// WDL cross-entropy against the material target alone (`loop.material_scale`), over
+    /// samples whose final material is known.
+    pub material_loss: f64,
 }
 
 /// One arena match of the current network.
@@ -519,6 +569,106 @@ fn push_sample(
         .map_err(|e| format!("sample {i}: {e}"))
 }
 
+/// The cross-entropy `−Σ target · ln p` of a WDL prediction (probabilities floored at 1e-12).
+fn wdl_cross_entropy(target: [f32; 3], p: [f32; 3]) -> f64 {
+    (0..3).map(|k| -f64::from(target[k]) * f64::from(p[k].max(1e-12)).ln()).sum()
+}
+
+/// The policy cross-entropy of one sample over its legal actions (`legal[a] > 0`), from the
+/// network's logits.
+fn legal_policy_cross_entropy(logits: &[f32], target: &[f32], legal: &[f32]) -> f64 {
+    let max = logits
+        .iter()
+        .zip(legal)
+        .filter(|&(_, &l)| l > 0.0)
+        .map(|(&x, _)| f64::from(x))
+        .fold(f64::NEG_INFINITY, f64::max);
+    if !max.is_finite() {
+        return f64::NAN;
+    }
+    let sum: f64 = logits
+        .iter()
+        .zip(legal)
+        .filter(|&(_, &l)| l > 0.0)
+        .map(|(&x, _)| (f64::from(x) - max).exp())
+        .sum();
+    let log_z = max + sum.ln();
+    logits
+        .iter()
+        .zip(target)
+        .filter(|&(_, &t)| t > 0.0)
+        .map(|(&x, &t)| -f64::from(t) * (f64::from(x) - log_z))
+        .sum()
+}
+
+/// Scores up to `n` samples of `shard`, spread evenly over it, with `net` (see
+/// [`HeldOutLosses`]); `None` for an empty shard or `n == 0`.
+///
+/// # Errors
+/// A damaged sample (with its index) or a failure of the network.
+fn heldout_losses(
+    net: &InferenceNet,
+    shard: &Shard,
+    n: usize,
+    targets: &ValueTargets,
+) -> Result<Option<HeldOutLosses>, String> {
+    let len = shard.len();
+    if len == 0 || n == 0 {
+        return Ok(None);
+    }
+    let n = n.min(len);
+    let indices: Vec<usize> = (0..n).map(|k| k * len / n).collect();
+    let mut batch = TrainBatch::with_capacity(n);
+    for &i in &indices {
+        push_sample(&mut batch, shard, i, targets)?;
+    }
+    let logits = net.predict(batch.planes().to_vec()).map_err(|e| e.to_string())?;
+    let mean = |(sum, count): (f64, f64)| if count > 0.0 { sum / count } else { f64::NAN };
+    let (mut policy, mut value, mut result, mut material) =
+        ((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0));
+    for (j, &i) in indices.iter().enumerate() {
+        let s = shard.sample(i);
+        let p = logits.wdl_probabilities(j);
+        let range = j * POLICY_SIZE..(j + 1) * POLICY_SIZE;
+        if batch.is_full_search(j) {
+            let ce = legal_policy_cross_entropy(
+                logits.policy(j),
+                &batch.policy()[range.clone()],
+                &batch.legal()[range],
+            );
+            policy.0 += ce;
+            policy.1 += 1.0;
+        }
+        let w = f64::from(batch.value_weights()[j]);
+        if w > 0.0 {
+            let t = [batch.wdl()[3 * j], batch.wdl()[3 * j + 1], batch.wdl()[3 * j + 2]];
+            value.0 += w * wdl_cross_entropy(t, p);
+            value.1 += w;
+        }
+        if s.ending != OutcomeReason::LengthCap.index() as u8 {
+            let t = match s.result {
+                1 => [1.0, 0.0, 0.0],
+                0 => [0.0, 1.0, 0.0],
+                _ => [0.0, 0.0, 1.0],
+            };
+            result.0 += wdl_cross_entropy(t, p);
+            result.1 += 1.0;
+        }
+        if s.final_material != UNKNOWN_MATERIAL {
+            let m = (f32::from(s.final_material) / 2.0 / targets.material_scale).tanh();
+            material.0 += wdl_cross_entropy([(1.0 + m) / 2.0, 0.0, (1.0 - m) / 2.0], p);
+            material.1 += 1.0;
+        }
+    }
+    Ok(Some(HeldOutLosses {
+        samples: n,
+        policy_loss: mean(policy),
+        value_loss: mean(value),
+        result_loss: mean(result),
+        material_loss: mean(material),
+    }))
+}
+
 /// The cause of a shard error without the shard's path (which [`PipelineError::Shard`] names).
 fn shard_reason(e: &xiangqi_search::ShardError) -> String {
     match e {
@@ -678,6 +828,10 @@ pub struct TrainingRun {
     pending_warnings: Vec<String>,
     /// This run's identity ([`COUNTER_RUN_ID`]); `None` for a run of an earlier version.
     run_id: Option<u64>,
+    /// Self-tuning resignation: the played-out games counted so far.
+    resign: ResignCalibration,
+    /// The resignation threshold of the next self-play (when self-tuning).
+    resign_threshold: f32,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -688,6 +842,12 @@ const COUNTER_LAST_ARENA: &str = "last_arena_checkpoint_plus_one";
 /// A random number drawn when the run is created: checkpoints of another run (copied in) are
 /// told apart by it. Runs of earlier versions have none.
 const COUNTER_RUN_ID: &str = "run_id";
+/// The self-tuned resignation threshold `t`, saved as `round((t + 1) · 10⁶)`.
+const COUNTER_RESIGN_THRESHOLD: &str = "resign_threshold_plus_one_micro";
+/// Prefix of the resignation calibration's counts: `<prefix><bin>_lost`, `<prefix><bin>_kept`.
+const COUNTER_RESIGN_BIN: &str = "resign_bin_";
+/// Sides counted before the calibration halves its counts (a few hundred games).
+const RESIGN_CALIBRATION_CAPACITY: u64 = 2000;
 
 impl TrainingRun {
     /// Starts a new run: a freshly initialised network (seeded by `loop.seed`), saved as the
@@ -733,6 +893,8 @@ impl TrainingRun {
             skipped: Vec::new(),
             pending_warnings: Vec::new(),
             run_id: Some(new_run_id()),
+            resign: ResignCalibration::new(RESIGN_CALIBRATION_CAPACITY),
+            resign_threshold: -1.0,
         };
         run.save_checkpoint()?;
         Ok(run)
@@ -780,7 +942,10 @@ impl TrainingRun {
                         skipped,
                         pending_warnings: Vec::new(),
                         run_id: manifest.counters.get(COUNTER_RUN_ID).copied(),
+                        resign: ResignCalibration::new(RESIGN_CALIBRATION_CAPACITY),
+                        resign_threshold: -1.0,
                     };
+                    run.restore_resign_calibration(&manifest.counters);
                     run.rebuild_window()?;
                     return Ok(run);
                 }
@@ -931,6 +1096,20 @@ impl TrainingRun {
                 None => return Ok(None),
             },
         };
+        // The held-out loss: the new samples under the network before any step on them (not
+        // after a resume in the middle of the iteration's training).
+        let heldout = if self.steps_in_iteration == 0 && self.config.run.heldout_samples > 0 {
+            let net = self.trainer.inference_net(&cpu_device())?;
+            heldout_losses(
+                &net,
+                &shard,
+                self.config.run.heldout_samples,
+                &ValueTargets::of(&self.config.run),
+            )
+            .map_err(|reason| PipelineError::Shard { path: path.clone(), reason })?
+        } else {
+            None
+        };
         if self.steps_in_iteration == 0 {
             self.total_samples += shard.len() as u64;
         }
@@ -990,6 +1169,7 @@ impl TrainingRun {
             total_steps: self.trainer.step_count(),
             elapsed: self.elapsed(),
             selfplay,
+            heldout,
         };
         // The report first, then the checkpoint: a kill between the two leaves a report of an
         // iteration that a resume plays again, which the observer drops on resume (see
@@ -1011,6 +1191,11 @@ impl TrainingRun {
         let mut evaluator = NnEvaluator::new(net);
         let mut selfplay = self.config.selfplay.clone();
         selfplay.seed = derive_seed(self.config.run.seed, 1, iteration);
+        let tuning = self.config.run.resign_target_false_positive > 0.0;
+        selfplay.resign_threshold = self.resign_threshold();
+        let threshold = selfplay.resign_threshold;
+        // Counted into a copy, kept only when the whole self-play phase is done.
+        let mut calibration = self.resign.clone();
         let mut shard = Shard::new(selfplay.rules);
         let mut pgn = Vec::new();
         let mut plies = 0u64;
@@ -1026,6 +1211,9 @@ impl TrainingRun {
                 match event {
                     SelfPlayEvent::GameFinished(record, stats) => {
                         shard.push_game(record);
+                        if tuning {
+                            calibration.add_game(record, threshold);
+                        }
                         plies += record.moves.len() as u64;
                         games += 1;
                         if (games as usize) <= keep_pgn {
@@ -1053,7 +1241,14 @@ impl TrainingRun {
             plies,
             stats,
             elapsed: started.elapsed(),
+            resign_threshold: Some(threshold),
         };
+        if tuning {
+            let r = &self.config.run;
+            self.resign_threshold =
+                calibration.choose(r.resign_target_false_positive, r.resign_min_resigners);
+            self.resign = calibration;
+        }
         Ok(Some((shard, report)))
     }
 
@@ -1121,7 +1316,57 @@ impl TrainingRun {
         if let Some(id) = self.run_id {
             c.insert(COUNTER_RUN_ID.to_string(), id);
         }
+        if self.config.run.resign_target_false_positive > 0.0 {
+            let micro = ((f64::from(self.resign_threshold) + 1.0) * 1e6).round() as u64;
+            c.insert(COUNTER_RESIGN_THRESHOLD.to_string(), micro);
+            for (bin, lost, kept) in self.resign.counts() {
+                c.insert(format!("{COUNTER_RESIGN_BIN}{bin:02}_lost"), lost);
+                c.insert(format!("{COUNTER_RESIGN_BIN}{bin:02}_kept"), kept);
+            }
+        }
         c
+    }
+
+    /// Restores the self-tuning resignation's threshold and counts from checkpoint counters
+    /// (a run saved without them starts with resignation off and no counts).
+    fn restore_resign_calibration(&mut self, counters: &BTreeMap<String, u64>) {
+        if let Some(&micro) = counters.get(COUNTER_RESIGN_THRESHOLD) {
+            let t = (micro as f64 / 1e6 - 1.0) as f32;
+            self.resign_threshold = if t.is_finite() { t.clamp(-1.0, 1.0) } else { -1.0 };
+        }
+        let mut bins: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+        for (key, &count) in counters {
+            let Some(rest) = key.strip_prefix(COUNTER_RESIGN_BIN) else { continue };
+            let (bin, lost) = match (rest.strip_suffix("_lost"), rest.strip_suffix("_kept")) {
+                (Some(b), _) => (b, true),
+                (_, Some(b)) => (b, false),
+                _ => continue,
+            };
+            let Ok(bin) = bin.parse::<usize>() else { continue };
+            let entry = bins.entry(bin).or_default();
+            if lost {
+                entry.0 = count;
+            } else {
+                entry.1 = count;
+            }
+        }
+        for (bin, (lost, kept)) in bins {
+            self.resign.set_counts(bin, lost, kept);
+        }
+    }
+
+    /// The resignation threshold the next self-play will use.
+    pub fn resign_threshold(&self) -> f32 {
+        if self.config.run.resign_target_false_positive > 0.0 {
+            self.resign_threshold
+        } else {
+            self.config.selfplay.resign_threshold
+        }
+    }
+
+    /// The self-tuning resignation's counts (empty when it is off).
+    pub fn resign_calibration(&self) -> &ResignCalibration {
+        &self.resign
     }
 
     /// Writes the checkpoint of the current state (`ckpt-<completed iterations>`, or
@@ -1390,6 +1635,15 @@ fn validate(config: &RunConfig) -> Result<(), PipelineError> {
     config.run.validate()?;
     config.search.validate()?;
     config.selfplay.validate()?;
+    if config.run.resign_target_false_positive > 0.0 && config.selfplay.resign_threshold > -1.0 {
+        return Err(ConfigError {
+            key: "selfplay.resign_threshold",
+            reason: "must be -1 when loop.resign_target_false_positive chooses the threshold \
+                     (set one or the other)"
+                .into(),
+        }
+        .into());
+    }
     Ok(())
 }
 

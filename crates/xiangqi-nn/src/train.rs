@@ -182,6 +182,25 @@ impl TrainBatch {
         &self.wdl
     }
 
+    /// 1 for each sample's legal actions (those listed in its policy target), 0 for the
+    /// others, `[B, POLICY_SIZE]` flattened; all 1 for a sample added by [`TrainBatch::push`].
+    pub fn legal(&self) -> &[f32] {
+        &self.legal
+    }
+
+    /// Each sample's weight in the value loss, `[B]`.
+    pub fn value_weights(&self) -> &[f32] {
+        &self.value_weight
+    }
+
+    /// Whether sample `i` comes from a full search (carries a policy target).
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn is_full_search(&self, i: usize) -> bool {
+        self.full[i] > 0.0
+    }
+
     /// Number of samples whose search was a full one.
     pub fn full_searches(&self) -> usize {
         self.full.iter().filter(|&&f| f > 0.0).count()

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use xiangqi::{Game, Position, RuleSet};
 use xiangqi_nn::pipeline::{
-    LoopConfig, NoObserver, PipelineError, RunConfig, RunPaths, StopReason, TrainingRun,
-    list_checkpoints,
+    IterationReport, LoopConfig, NoObserver, Observer, PipelineError, RunConfig, RunPaths,
+    StopReason, TrainingRun, list_checkpoints,
 };
 use xiangqi_nn::{InferenceNet, NetConfig, TrainConfig, checkpoint, cpu_device};
 use xiangqi_search::{SearchConfig, SelfPlayConfig, list_shards};
@@ -126,5 +126,79 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_previous_one() {
     assert!(checkpoint::verify(&newest, None).is_err(), "the damage must be detected");
     let resumed = TrainingRun::resume(tiny(), paths).unwrap();
     assert_eq!(resumed.iteration(), 1);
+    let _ = fs::remove_dir_all(&tmp);
+}
+
+/// Keeps the iteration reports.
+#[derive(Default)]
+struct Reports(Vec<IterationReport>);
+
+impl Observer for Reports {
+    fn iteration(&mut self, report: &IterationReport) {
+        self.0.push(report.clone());
+    }
+}
+
+#[test]
+fn each_new_shard_is_scored_before_it_is_trained_on() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-pipeline-heldout-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let mut config = tiny();
+    config.run.heldout_samples = 40;
+    // With a material part the value target exists even for games cut at the 24-ply cap.
+    config.run.material_weight = 0.5;
+    let mut run = TrainingRun::create(config.clone(), RunPaths::under(&tmp.join("a"))).unwrap();
+    let mut reports = Reports::default();
+    run.run(Some(2), &mut reports).unwrap();
+    assert_eq!(reports.0.len(), 2);
+    for r in &reports.0 {
+        let h = r.heldout.expect("measured");
+        assert_eq!(h.samples, r.selfplay.samples.min(40));
+        // Cross-entropies of a softmax are positive and, for an untrained 3-way WDL head, near
+        // ln 3; the policy over ~40 legal moves near ln 40.
+        for x in [h.policy_loss, h.value_loss, h.material_loss] {
+            assert!(x.is_finite() && x > 0.0 && x < 10.0, "{h:?}");
+        }
+        // NaN when every scored game was capped (no result to score against).
+        assert!(h.result_loss.is_nan() || h.result_loss > 0.0, "{h:?}");
+    }
+    // Not measured when turned off.
+    config.run.heldout_samples = 0;
+    let mut off = TrainingRun::create(config, RunPaths::under(&tmp.join("b"))).unwrap();
+    let mut reports = Reports::default();
+    off.run(Some(1), &mut reports).unwrap();
+    assert_eq!(reports.0[0].heldout, None);
+    let _ = fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn self_tuning_resignation_starts_off_and_its_counts_survive_a_resume() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-pipeline-resign-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let mut config = tiny();
+    config.run.resign_target_false_positive = 0.05;
+    config.run.resign_min_resigners = 1;
+    // A fixed threshold beside the self-tuning one is refused, naming the key.
+    let mut both = config.clone();
+    both.selfplay.resign_threshold = -0.9;
+    let err = TrainingRun::create(both, RunPaths::under(&tmp.join("both"))).err().unwrap();
+    assert!(err.to_string().contains("selfplay.resign_threshold"), "{err}");
+
+    let paths = RunPaths::under(&tmp.join("run"));
+    let mut run = TrainingRun::create(config.clone(), paths.clone()).unwrap();
+    let mut reports = Reports::default();
+    run.run(Some(1), &mut reports).unwrap();
+    // Off at the start, so every game of the first iteration is counted, both sides.
+    assert_eq!(reports.0[0].selfplay.resign_threshold, Some(-1.0));
+    assert_eq!(run.resign_calibration().total(), 2 * reports.0[0].selfplay.games);
+    run.run(Some(1), &mut reports).unwrap();
+    assert!(run.resign_calibration().total() >= 2 * reports.0[0].selfplay.games);
+    let (threshold, calibration) = (run.resign_threshold(), run.resign_calibration().clone());
+    drop(run);
+    let resumed = TrainingRun::resume(config, paths).unwrap();
+    assert_eq!(resumed.resign_threshold(), threshold);
+    assert_eq!(resumed.resign_calibration(), &calibration);
     let _ = fs::remove_dir_all(&tmp);
 }

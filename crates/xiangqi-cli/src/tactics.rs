@@ -1,0 +1,145 @@
+//! `xqz tactics`: a player on the tactical test positions kept back from training
+//! ([`xiangqi_search::tactics`]).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use xiangqi::RuleSet;
+use xiangqi_search::arena::MoveLimit;
+use xiangqi_search::tactics::{TacticKind, generate};
+
+use crate::arena::{PlayerSpec, parse_player};
+
+/// Random games searched for positions, at most (a few hundred suffice for 100 of each kind).
+const MAX_GAMES: u64 = 200_000;
+
+/// Arguments of `xqz tactics`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The player: random, greedy, mcts, uci:COMMAND, ucci:COMMAND, or a network (a
+    /// checkpoint, export or run directory, `net:DIR` or just DIR).
+    #[arg(long)]
+    player: String,
+    /// An option of the player, `NAME=VALUE` (repeatable; as `xqz arena --a-option`).
+    #[arg(long = "option")]
+    option: Vec<String>,
+    /// Rank numbers of an engine's moves: 0 (0-9, Pikafish) or 1 (1-10, Fairy-Stockfish).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    ranks: u8,
+    /// Simulations (nodes) per move of the search.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    sims: Option<u32>,
+    /// Node limit of an external engine (`go nodes N`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    nodes: Option<u32>,
+    /// Time per move in milliseconds.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    movetime: Option<u64>,
+    /// Positions of each kind.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    count: u64,
+    /// Seed of the random games the positions come from (the default is the set the project
+    /// reports; training never draws from it).
+    #[arg(long, default_value_t = 2026_12_01)]
+    seed: u64,
+    /// Rule set: `asian` or `simple`.
+    #[arg(long, default_value = "asian")]
+    rules: RuleSet,
+    /// Write the positions, one per line: kind, FEN of the start, the moves to the position
+    /// (UCI), the correct moves, and the player's answer.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// A 95% normal-approximation interval of a proportion, in percent.
+fn interval(solved: u64, n: u64) -> (f64, f64) {
+    let p = solved as f64 / n as f64;
+    let half = 1.96 * (p * (1.0 - p) / n as f64).sqrt();
+    (100.0 * (p - half).max(0.0), 100.0 * (p + half).min(1.0))
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let mut spec =
+        parse_player(&args.player, &args.option, args.ranks, args.seed).context("--player")?;
+    if let Some(n) = args.nodes {
+        match &mut spec {
+            PlayerSpec::Engine(e) => e.nodes = Some(n),
+            _ => bail!("--nodes is a limit of an external engine (uci: or ucci:)"),
+        }
+    }
+    let mut player = spec.start(&args.player)?;
+    let limit = MoveLimit {
+        simulations: args.sims,
+        movetime: args.movetime.map(Duration::from_millis),
+        margin: Duration::from_secs(1),
+    };
+    let set = generate(args.count as usize, args.seed, args.rules, MAX_GAMES);
+    let mut out = match &args.out {
+        Some(path) => Some(BufWriter::new(
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => None,
+    };
+    // Per kind: positions, solved, expected solved by a random mover.
+    let mut tally = [(0u64, 0u64, 0.0f64); 3];
+    for (i, t) in set.iter().enumerate() {
+        player.new_game(i as u64).with_context(|| format!("{}: new game", player.name()))?;
+        let answer = player.choose_move(&t.game, &limit);
+        let solved = answer.as_ref().is_ok_and(|&m| t.is_solved_by(m));
+        let k = TacticKind::ALL.iter().position(|&x| x == t.kind).unwrap_or(0);
+        tally[k].0 += 1;
+        tally[k].1 += u64::from(solved);
+        tally[k].2 += t.chance();
+        if let Some(w) = out.as_mut() {
+            let moves: Vec<String> = t.game.moves().iter().map(|m| m.to_string()).collect();
+            let solutions: Vec<String> = t.solutions.iter().map(|m| m.to_string()).collect();
+            let answer = match &answer {
+                Ok(m) => m.to_string(),
+                Err(e) => format!("none ({e})"),
+            };
+            writeln!(
+                w,
+                "{}\t{}\t{}\t{}\t{}",
+                t.kind,
+                t.game.start().fen(),
+                moves.join(" "),
+                solutions.join(" "),
+                answer
+            )
+            .and_then(|()| w.flush())
+            .context("cannot write --out")?;
+        }
+    }
+    outln!("player: {}", player.name());
+    outln!(
+        "{:<18} {:>9} {:>7} {:>8} {:>17} {:>8}",
+        "kind",
+        "positions",
+        "solved",
+        "score",
+        "95% interval",
+        "random"
+    );
+    for (kind, (n, solved, chance)) in TacticKind::ALL.iter().zip(tally) {
+        if n == 0 {
+            outln!("{:<18} {:>9} (none found)", kind.name(), 0);
+            continue;
+        }
+        let (lo, hi) = interval(solved, n);
+        outln!(
+            "{:<18} {:>9} {:>7} {:>7.1}% {:>7.1}%–{:>5.1}% {:>7.1}%",
+            kind.name(),
+            n,
+            solved,
+            100.0 * solved as f64 / n as f64,
+            lo,
+            hi,
+            100.0 * chance / n as f64
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
