@@ -512,6 +512,15 @@ fn tactics_greedy_always_mates_in_one_and_random_mostly_does_not() {
     let mate = tactics_row(&table, "mate_in_one");
     assert!(mate[1] < 12.0, "{table}");
     assert!(mate[5] < 50.0, "{table}");
+    // A broken engine stops the check with an error naming the position, instead of being
+    // scored as a weak player: an illegal move, garbage, a crash, and (under --movetime) a hang.
+    for mode in ["illegal", "garbage", "crash", "hang"] {
+        let engine = fake_engine(&dir, mode);
+        let o = xqz(&["tactics", "--player", &engine, "--count", "2", "--movetime", "100"]);
+        assert!(!o.status.success(), "{mode}: {}", stdout(&o));
+        assert!(stderr(&o).contains("position 1 ("), "{mode}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{mode}: a table was printed: {}", stdout(&o));
+    }
     // A bad player is an error naming it.
     let o = xqz(&["tactics", "--player", "nosuch"]);
     assert!(!o.status.success());

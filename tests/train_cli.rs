@@ -784,3 +784,48 @@ fn a_start_killed_before_its_first_checkpoint_can_be_started_again() {
     assert!(!dir.join("checkpoints/.ckpt-000000.tmp-1-0").exists());
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// Whether the wgpu tests must run: `.ci/run` installs lavapipe and sets `XQZ_REQUIRE_WGPU=1`.
+fn wgpu_required() -> bool {
+    std::env::var_os("XQZ_REQUIRE_WGPU").is_some()
+}
+
+#[test]
+fn train_on_the_wgpu_device_then_resume_on_the_cpu() {
+    let dir = run_dir("wgpu");
+    let config = tiny();
+    let config = config.to_str().unwrap();
+    let o = train(&dir, &["--config", config, "--iterations", "1", "--device", "wgpu"]);
+    if !o.status.success() && !wgpu_required() && stderr(&o).contains("not available") {
+        eprintln!("skipped (no Vulkan adapter): {}", stderr(&o));
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000001"]);
+    assert_eq!(csv_rows(&dir.join("metrics.csv")), 1);
+    // The resolved config records the device; a checkpoint carries none, so the run goes on
+    // on the CPU.
+    let resolved = fs::read_to_string(dir.join("config.toml")).unwrap();
+    assert!(resolved.contains("device = \"wgpu\""), "{resolved}");
+    let o = train(&dir, &["--config", config, "--iterations", "1", "--resume", "--device", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(csv_rows(&dir.join("metrics.csv")), 2);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_device_the_build_or_the_machine_lacks_is_an_error_before_anything_is_written() {
+    let config = tiny();
+    let config = config.to_str().unwrap();
+    for (device, expected) in [
+        ("gpu", "unknown device 'gpu' (expected cpu, wgpu, wgpu:N, cuda or cuda:N)"),
+        ("cuda:0", "this build has no cuda backend; rebuild with `--features cuda`"),
+        ("wgpu:7", "device 'wgpu:7' is not available"),
+    ] {
+        let dir = run_dir(&format!("device-{}", device.replace(':', "-")));
+        let o = train(&dir, &["--config", config, "--iterations", "1", "--device", device]);
+        assert!(!o.status.success(), "--device {device} ran");
+        assert!(stderr(&o).contains(expected), "--device {device}: {}", stderr(&o));
+        assert!(!dir.exists(), "--device {device} created the run directory");
+    }
+}

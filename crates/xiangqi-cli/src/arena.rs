@@ -110,6 +110,9 @@ pub struct Args {
     /// Seed of the random and greedy players.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// The networks' device: cpu, wgpu, wgpu:N or cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: String,
     /// Plies after which an undecided game is drawn.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     max_plies: u32,
@@ -169,10 +172,14 @@ pub(crate) enum PlayerSpec {
 
 impl PlayerSpec {
     /// Starts the player for a sequential match (an engine starts its process).
-    pub(crate) fn start(&self, spec: &str) -> anyhow::Result<Box<dyn Player>> {
+    pub(crate) fn start(
+        &self,
+        spec: &str,
+        device: &xiangqi_nn::Device,
+    ) -> anyhow::Result<Box<dyn Player>> {
         match self {
             PlayerSpec::Local(p) => Ok(p.to_player(UniformEvaluator)?),
-            PlayerSpec::Net(p, path) => Ok(p.to_player(crate::net::load(path)?)?),
+            PlayerSpec::Net(p, path) => Ok(p.to_player(crate::net::load(path, device)?)?),
             PlayerSpec::Engine(e) => {
                 let player =
                     EnginePlayer::start(e.clone()).with_context(|| format!("engine '{spec}'"))?;
@@ -256,7 +263,7 @@ fn make_player(
     ranks: u8,
     seed: u64,
 ) -> anyhow::Result<Box<dyn Player>> {
-    parse_player(spec, options, ranks, seed)?.start(spec)
+    parse_player(spec, options, ranks, seed)?.start(spec, &xiangqi_nn::cpu_device())
 }
 
 fn summary(stats: &MatchStats) -> String {
@@ -371,6 +378,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             (_, Some(_)) => bail!("{flag} is a limit of an external engine (uci: or ucci:)"),
         }
     }
+    let device = crate::net::device(&args.device)?;
     let movetime = args.movetime.map(Duration::from_millis);
     let simulations = args.sims.map(|s| s.max(1));
     let config = MatchConfig {
@@ -431,8 +439,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             if (na.is_some() || nb.is_some()) && !(timed && (pa.is_mcts() || pb.is_mcts())) =>
         {
             let names = [pa.name().to_string(), pb.name().to_string()];
-            let mut ea = AnyEvaluator::load_optional(na.as_deref()).context("--a")?;
-            let mut eb = AnyEvaluator::load_optional(nb.as_deref()).context("--b")?;
+            let mut ea = AnyEvaluator::load_optional(na.as_deref(), &device).context("--a")?;
+            let mut eb = AnyEvaluator::load_optional(nb.as_deref(), &device).context("--b")?;
             let result = run_match_batched(
                 &pa,
                 &pb,
@@ -463,8 +471,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 (names, result.stats, Some(result.batches[0]))
             }
             _ => {
-                let mut pa = a.start(&args.a).context("--a")?;
-                let mut pb = b.start(&args.b).context("--b")?;
+                let mut pa = a.start(&args.a, &device).context("--a")?;
+                let mut pb = b.start(&args.b, &device).context("--b")?;
                 let names = [pa.name().to_string(), pb.name().to_string()];
                 let stats = run_match(pa.as_mut(), pb.as_mut(), &openings, &config, &mut on_game);
                 (names, stats, None)

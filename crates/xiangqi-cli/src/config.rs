@@ -54,6 +54,7 @@ impl ConfigFile {
         config.network.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
         config.training.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
         config.run.validate().map_err(|e| anyhow!("{origin}: {e}"))?;
+        config.run_config().validate().map_err(|e| anyhow!("{origin}: {e}"))?;
         Ok(config)
     }
 
@@ -118,6 +119,11 @@ mod tests {
             ("[training]\nwarmup_steps = 18446744073709551615\n", "training.warmup_steps"),
             ("[loop]\ntrain_ratio = 1e30\n", "loop.train_ratio"),
             ("[network]\nblocks = 256\nfilters = 4096\n", "network.filters"),
+            (
+                "[loop]\nresign_target_false_positive = 0.05\n[selfplay]\nresign_threshold = -0.9\n",
+                "selfplay.resign_threshold",
+            ),
+            ("[loop]\ndevice = \"gpu\"\n", "loop.device"),
         ] {
             let e = ConfigFile::parse(text, "x.toml").unwrap_err().to_string();
             assert!(e.starts_with("x.toml: ") && e.contains(key), "{text}: {e}");

@@ -52,6 +52,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
 }
 
 mod arena;
+mod bench;
 mod config;
 mod engine;
 mod export;
@@ -91,6 +92,8 @@ enum Command {
     /// Score a player on tactical test positions kept back from training (mate in one,
     /// stopping a mate in one, winning a piece for nothing).
     Tactics(tactics::Args),
+    /// Measure the network's speed on a device: inference positions/s and training samples/s.
+    Bench(bench::Args),
 }
 
 /// Exit status for bad input (an illegal move, a malformed FEN, ...).
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
         Command::Uci(args) => uci::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Tactics(args) => tactics::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,12 +1,14 @@
 //! Loading a network for play (`xqz uci --net`, arena players, `xqz export`): a checkpoint
 //! directory of `xqz train` (`runs/NAME/checkpoints/ckpt-NNNNNN`), an export of `xqz export`, or
-//! a run directory (its newest checkpoint), evaluated on the CPU backend.
+//! a run directory (its newest checkpoint), evaluated on the device the user chose (`--device`,
+//! the CPU by default).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use xiangqi::Game;
-use xiangqi_nn::{InferenceNet, NnError, NnEvaluator, checkpoint, cpu_device};
+use xiangqi_nn::device::DeviceSpec;
+use xiangqi_nn::{Device, InferenceNet, NnError, NnEvaluator, checkpoint};
 use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator, UniformEvaluator};
 
 /// The checkpoint a path names: the directory itself if it holds a manifest (a checkpoint or an
@@ -39,9 +41,20 @@ pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
     )
 }
 
-/// Loads the network of a checkpoint, export or run directory ([`resolve`]) as an evaluator.
-pub fn load(path: &Path) -> anyhow::Result<NnEvaluator> {
-    let device = cpu_device();
+/// The device a `--device` value (or a config's `loop.device`) names, checked to work.
+///
+/// # Errors
+/// An unknown name, a backend this build lacks, or a device that does not come up; each says
+/// what to do.
+pub fn device(name: &str) -> anyhow::Result<Device> {
+    let spec: DeviceSpec = name.parse()?;
+    Ok(spec.device()?)
+}
+
+/// Loads the network of a checkpoint, export or run directory ([`resolve`]) as an evaluator on
+/// `device`.
+pub fn load(path: &Path, device: &Device) -> anyhow::Result<NnEvaluator> {
+    let device = device.clone();
     let path = &resolve(path)?;
     let (net, _) = checkpoint::load_net(path, None, &device)
         .with_context(|| format!("cannot load the network '{}'", path.display()))?;
@@ -60,10 +73,10 @@ pub enum AnyEvaluator {
 }
 
 impl AnyEvaluator {
-    /// The network at `path`, or the uniform evaluator if there is none.
-    pub fn load_optional(path: Option<&Path>) -> anyhow::Result<AnyEvaluator> {
+    /// The network at `path` on `device`, or the uniform evaluator if there is none.
+    pub fn load_optional(path: Option<&Path>, device: &Device) -> anyhow::Result<AnyEvaluator> {
         Ok(match path {
-            Some(p) => AnyEvaluator::Net(Box::new(load(p)?)),
+            Some(p) => AnyEvaluator::Net(Box::new(load(p, device)?)),
             None => AnyEvaluator::Uniform(UniformEvaluator),
         })
     }

@@ -20,8 +20,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use xiangqi::OutcomeReason;
 use xiangqi_search::{
-    GameRecord, SelfPlayEvent, SelfPlayStats, Shard, UniformEvaluator, list_shards, play_games,
-    write_shard,
+    GameRecord, SelfPlayEvent, SelfPlayStats, Shard, list_shards, play_games, write_shard,
 };
 
 use crate::config::ConfigFile;
@@ -44,6 +43,13 @@ pub struct Args {
     /// Master seed (overrides `selfplay.seed`).
     #[arg(long)]
     seed: Option<u64>,
+    /// Network to play with: a checkpoint, export or run directory; default: uniform priors
+    /// (the rules' terminal values only).
+    #[arg(long)]
+    net: Option<PathBuf>,
+    /// The network's device: cpu, wgpu, wgpu:N or cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 /// The number after which new shards are numbered: one past the highest `shard-NNNNNN.npz`.
@@ -115,6 +121,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         config.selfplay.seed = s;
     }
     config.selfplay.validate().context("command-line overrides")?;
+    let device = crate::net::device(&args.device)?;
+    let mut evaluator =
+        crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device).context("--net")?;
     fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create output directory {}", args.out.display()))?;
     let pgn_path = args.out.join("games.pgn");
@@ -141,7 +150,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     );
     bar.enable_steady_tick(Duration::from_millis(500));
     let stats =
-        play_games(&config.search, &config.selfplay, args.games, &mut UniformEvaluator, |event| {
+        play_games(&config.search, &config.selfplay, args.games, &mut evaluator, |event| {
             match event {
                 SelfPlayEvent::GameFinished(record, stats) => {
                     out.add(record).map_err(|e| format!("{e:#}"))?;

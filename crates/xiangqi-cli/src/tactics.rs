@@ -30,7 +30,8 @@ pub struct Args {
     /// Rank numbers of an engine's moves: 0 (0-9, Pikafish) or 1 (1-10, Fairy-Stockfish).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
     ranks: u8,
-    /// Simulations (nodes) per move of the search.
+    /// Simulations per move of a search player (a network, mcts); default: the player's own
+    /// setting (800). Ignored by random and greedy.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     sims: Option<u32>,
     /// Node limit of an external engine (`go nodes N`).
@@ -49,17 +50,22 @@ pub struct Args {
     /// Rule set: `asian` or `simple`.
     #[arg(long, default_value = "asian")]
     rules: RuleSet,
+    /// The network's device: cpu, wgpu, wgpu:N or cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: String,
     /// Write the positions, one per line: kind, FEN of the start, the moves to the position
     /// (UCI), the correct moves, and the player's answer.
     #[arg(long)]
     out: Option<PathBuf>,
 }
 
-/// A 95% normal-approximation interval of a proportion, in percent.
+/// The 95% Wilson score interval of a proportion, in percent (it stays wide at 0 and n solved,
+/// where the normal approximation collapses to a point).
 fn interval(solved: u64, n: u64) -> (f64, f64) {
-    let p = solved as f64 / n as f64;
-    let half = 1.96 * (p * (1.0 - p) / n as f64).sqrt();
-    (100.0 * (p - half).max(0.0), 100.0 * (p + half).min(1.0))
+    let (n, p, z) = (n as f64, solved as f64 / n as f64, 1.959_963_984_540_054_f64);
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    (100.0 * (centre - half).max(0.0), 100.0 * (centre + half).min(1.0))
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
@@ -71,25 +77,47 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             _ => bail!("--nodes is a limit of an external engine (uci: or ucci:)"),
         }
     }
-    let mut player = spec.start(&args.player)?;
+    let device = crate::net::device(&args.device)?;
+    let mut player = spec.start(&args.player, &device)?;
     let limit = MoveLimit {
         simulations: args.sims,
         movetime: args.movetime.map(Duration::from_millis),
         margin: Duration::from_secs(1),
     };
-    let set = generate(args.count as usize, args.seed, args.rules, MAX_GAMES);
+    // The output file first: a bad path is an error before any work.
     let mut out = match &args.out {
         Some(path) => Some(BufWriter::new(
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
         )),
         None => None,
     };
+    let set = generate(args.count as usize, args.seed, args.rules, MAX_GAMES);
     // Per kind: positions, solved, expected solved by a random mover.
     let mut tally = [(0u64, 0u64, 0.0f64); 3];
     for (i, t) in set.iter().enumerate() {
         player.new_game(i as u64).with_context(|| format!("{}: new game", player.name()))?;
-        let answer = player.choose_move(&t.game, &limit);
-        let solved = answer.as_ref().is_ok_and(|&m| t.is_solved_by(m));
+        // A player that gives no legal move (an engine that crashes, hangs past its limit or
+        // answers an illegal move) stops the check: a broken player is not a weak one.
+        let answer = player
+            .choose_move(&t.game, &limit)
+            .map_err(anyhow::Error::from)
+            .and_then(|m| {
+                if t.game.position().is_legal(m) {
+                    Ok(m)
+                } else {
+                    Err(anyhow::anyhow!("illegal move {m}"))
+                }
+            })
+            .with_context(|| {
+                format!(
+                    "{}: position {} ({}, FEN {})",
+                    player.name(),
+                    i + 1,
+                    t.kind,
+                    t.game.position().fen()
+                )
+            })?;
+        let solved = t.is_solved_by(answer);
         let k = TacticKind::ALL.iter().position(|&x| x == t.kind).unwrap_or(0);
         tally[k].0 += 1;
         tally[k].1 += u64::from(solved);
@@ -97,10 +125,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(w) = out.as_mut() {
             let moves: Vec<String> = t.game.moves().iter().map(|m| m.to_string()).collect();
             let solutions: Vec<String> = t.solutions.iter().map(|m| m.to_string()).collect();
-            let answer = match &answer {
-                Ok(m) => m.to_string(),
-                Err(e) => format!("none ({e})"),
-            };
             writeln!(
                 w,
                 "{}\t{}\t{}\t{}\t{}",

@@ -1,4 +1,5 @@
-//! `xqz train [--config FILE] [--run-dir DIR] [--resume] [--threads N] [--iterations N]`.
+//! `xqz train [--config FILE] [--run-dir DIR] [--resume] [--threads N] [--iterations N]
+//! [--device D]`.
 //!
 //! Runs the training loop of `xiangqi_nn::pipeline` (self-play → replay window → optimizer
 //! steps → checkpoints → arena) until Ctrl-C (which checkpoints and exits cleanly), a budget of
@@ -63,6 +64,9 @@ pub struct Args {
     /// No progress bar (log lines only).
     #[arg(long)]
     quiet: bool,
+    /// The network's device: cpu, wgpu, wgpu:N or cuda:N (overrides `loop.device`).
+    #[arg(long)]
+    device: Option<String>,
 }
 
 /// Runs the command.
@@ -78,6 +82,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     // The network's CPU backend uses rayon's global pool.
     let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
+    if let Some(d) = &args.device {
+        config.run.device = d.clone();
+    }
+    // The device is checked before anything is written.
+    let device = crate::net::device(&config.run.device)?;
 
     let run_dir = args.run_dir.clone().unwrap_or_else(|| Path::new("runs").join(&name));
     // Nothing is created before the directory is known to be the right kind: a run to resume,
@@ -108,9 +117,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let paths = RunPaths::under(&run_dir);
     let mut training = if args.resume {
-        TrainingRun::resume(config.run_config(), paths.clone())?
+        TrainingRun::resume_on(config.run_config(), paths.clone(), device)?
     } else {
-        TrainingRun::create(config.run_config(), paths.clone())?
+        TrainingRun::create_on(config.run_config(), paths.clone(), device)?
     };
     for (path, reason) in training.skipped() {
         errln!("warning: passed over {}: {reason}", path.display());
@@ -125,7 +134,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         // Reports of iterations (and arenas) after the checkpoint are played again: drop them,
         // so that each completed iteration has exactly one row.
         let last_arena = training.last_arena_iteration().unwrap_or(0);
-        for (file, keep_to) in [("metrics.csv", training.iteration()), ("arena.csv", last_arena)] {
+        for (file, keep_to, header) in [
+            ("metrics.csv", training.iteration(), METRICS_HEADER),
+            ("arena.csv", last_arena, ARENA_HEADER),
+        ] {
+            // A file of an earlier version first gets this version's columns (or, with columns
+            // of its own, is moved aside whole), so that no row of it is dropped unread.
+            if let Some(aside) = upgrade_csv(&run_dir.join(file), header)? {
+                errln!(
+                    "warning: {file} has columns this version does not write; moved aside to {}",
+                    aside.display()
+                );
+            }
             let dropped = truncate_csv(&run_dir.join(file), keep_to)?;
             if dropped > 0 {
                 errln!(
@@ -380,13 +400,15 @@ fn upgrade_csv(path: &Path, header: &str) -> anyhow::Result<Option<PathBuf>> {
     }
     let columns = header.split(',').count();
     if header.starts_with(old) && header[old.len()..].starts_with(',') {
-        let pad = ",".repeat(columns - old.split(',').count());
-        let mut out = String::with_capacity(text.len() + text.lines().count() * pad.len());
+        let mut out = String::with_capacity(text.len() * 2);
         out.push_str(header);
         out.push('\n');
+        // Each row filled with empty cells up to the header's width (a row already that wide,
+        // or wider, is kept as it is).
         for line in text.lines().skip(1) {
             out.push_str(line);
-            out.push_str(&pad);
+            let cells = line.split(',').count();
+            out.push_str(&",".repeat(columns.saturating_sub(cells)));
             out.push('\n');
         }
         write_atomically(path, out.as_bytes())?;

@@ -63,6 +63,9 @@ pub struct Args {
     /// rules' terminal values only.
     #[arg(long)]
     net: Option<PathBuf>,
+    /// The network's device: cpu, wgpu, wgpu:N or cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 /// Which protocol the engine answers in.
@@ -799,9 +802,10 @@ pub fn serve<E: Evaluator<Game> + Send + 'static>(
 /// # Errors
 /// A `--net` that cannot be loaded (with the reason), and I/O errors on standard input.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let evaluator = crate::net::AnyEvaluator::load_optional(args.net.as_deref())?;
-    let loader: NetLoader<crate::net::AnyEvaluator> = Box::new(|path: &str| {
-        crate::net::AnyEvaluator::load_optional(Some(std::path::Path::new(path)))
+    let device = crate::net::device(&args.device)?;
+    let evaluator = crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device)?;
+    let loader: NetLoader<crate::net::AnyEvaluator> = Box::new(move |path: &str| {
+        crate::net::AnyEvaluator::load_optional(Some(std::path::Path::new(path)), &device)
             .map_err(|e| format!("{e:#}"))
     });
     let mut engine =

@@ -9,14 +9,14 @@
 //! `P(win) − P(loss)`.
 //!
 //! # Backends
-//! One model definition runs on every burn device; only the device differs. The CPU backend is
-//! burn's pure-Rust `flex` ([`cpu_device`]), always built. Cargo features `wgpu` and `cuda` add
-//! [`gpu_device`] for those backends; they are kept out of CI. `wgpu` was compile-checked by
-//! hand (`cargo check -p xiangqi-nn --features wgpu`); `cuda` needs network access at build
-//! time (burn 0.22's `cubecl-cuda` depends on `cubecl-llvm`, whose build script downloads a
-//! prebuilt LLVM), so it was not built on the offline development machine. Training needs an
-//! autodiff device (`device.autodiff()`, done by [`Trainer`]); inference runs on the plain
-//! device. CPU threads are the global rayon pool's, which the binary configures.
+//! One model definition runs on every burn device; only the device differs, chosen at run time
+//! by name ([`device::DeviceSpec`]: `cpu`, `wgpu[:N]`, `cuda:N`). The CPU backend is burn's
+//! pure-Rust `flex` ([`cpu_device`]), always built. The cargo feature `wgpu` (a default of the
+//! `xqz` binary) adds burn's wgpu backend (Vulkan, Metal, DirectX 12), tested on Mesa's lavapipe;
+//! `cuda` adds burn's CUDA backend, which cannot be built offline (burn 0.22's `cubecl-cuda`
+//! depends on `cubecl-llvm`, whose build script downloads a prebuilt LLVM) and is untested.
+//! Training needs an autodiff device (`device.autodiff()`, done by [`Trainer`]); inference runs
+//! on the plain device. CPU threads are the global rayon pool's, which the binary configures.
 //!
 //! On the CPU backend, [`InferenceNet`] runs large batches in parallel chunks of
 //! [`infer::CPU_CHUNK`] positions, and `micro_batch = 64` in [`TrainConfig`] makes training
@@ -46,6 +46,7 @@
 
 pub mod checkpoint;
 pub mod config;
+pub mod device;
 pub mod error;
 pub mod export;
 pub mod infer;
@@ -64,38 +65,4 @@ pub use train::{StepMetrics, TrainBatch, Trainer};
 /// The CPU device: burn's `flex` backend (multithreaded through the global rayon pool).
 pub fn cpu_device() -> Device {
     Device::flex()
-}
-
-/// The GPU backends this build has, by cargo feature.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GpuBackend {
-    /// CUDA (feature `cuda`), by device index.
-    Cuda,
-    /// wgpu (feature `wgpu`): Vulkan, Metal, DirectX or WebGPU, whichever the platform offers;
-    /// the index picks among discrete GPUs.
-    Wgpu,
-}
-
-/// The GPU device `index` of `backend`, if this build has that backend.
-///
-/// # Errors
-/// A message naming the cargo feature to enable when the backend is not compiled in.
-pub fn gpu_device(backend: GpuBackend, index: usize) -> Result<Device, String> {
-    match backend {
-        #[cfg(feature = "cuda")]
-        GpuBackend::Cuda => Ok(Device::cuda(index)),
-        #[cfg(feature = "wgpu")]
-        GpuBackend::Wgpu => Ok(Device::wgpu(burn::tensor::DeviceKind::DiscreteGpu(index))),
-        #[allow(unreachable_patterns)]
-        other => {
-            let _ = index;
-            Err(format!(
-                "this build has no {other:?} backend: rebuild with the cargo feature `{}`",
-                match other {
-                    GpuBackend::Cuda => "cuda",
-                    GpuBackend::Wgpu => "wgpu",
-                }
-            ))
-        }
-    }
 }

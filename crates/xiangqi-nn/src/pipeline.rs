@@ -54,7 +54,7 @@ use crate::checkpoint::{self, CheckpointError};
 use crate::config::{ConfigError, NetConfig, TrainConfig};
 use crate::infer::NnEvaluator;
 use crate::train::{StepMetrics, TrainBatch, Trainer};
-use crate::{InferenceNet, cpu_device};
+use crate::{Device, InferenceNet, cpu_device};
 
 /// The `[loop]` section: how self-play and training alternate, the replay window, budgets,
 /// checkpoints and the arena.
@@ -125,6 +125,10 @@ pub struct LoopConfig {
     pub max_hours: f64,
     /// Master seed: weights, self-play and mini-batches are derived from it.
     pub seed: u64,
+    /// The device that trains and evaluates the network: `cpu`, `wgpu`, `wgpu:N` or `cuda:N`
+    /// ([`crate::device`]). The caller turns it into a device (`xqz train --device` wins over
+    /// it); the loop runs on the device it is given.
+    pub device: String,
 }
 
 impl Default for LoopConfig {
@@ -152,6 +156,7 @@ impl Default for LoopConfig {
             max_samples: 0,
             max_hours: 0.0,
             seed: 1,
+            device: "cpu".to_string(),
         }
     }
 }
@@ -235,6 +240,9 @@ impl LoopConfig {
         if !(self.max_hours.is_finite() && self.max_hours >= 0.0) {
             return bad("loop.max_hours", "must be a number >= 0 (0 = no limit)");
         }
+        if let Err(e) = self.device.parse::<crate::device::DeviceSpec>() {
+            return Err(ConfigError { key: "loop.device", reason: e.to_string() });
+        }
         Ok(())
     }
 }
@@ -252,6 +260,17 @@ pub struct RunConfig {
     pub selfplay: SelfPlayConfig,
     /// `[loop]`.
     pub run: LoopConfig,
+}
+
+impl RunConfig {
+    /// Checks every section and the rules between sections (a fixed resignation threshold
+    /// beside the self-tuning one, say).
+    ///
+    /// # Errors
+    /// [`PipelineError::Config`] naming the first bad key and why.
+    pub fn validate(&self) -> Result<(), PipelineError> {
+        validate(self)
+    }
 }
 
 /// The directories of a run, chosen by the caller.
@@ -677,6 +696,49 @@ fn shard_reason(e: &xiangqi_search::ShardError) -> String {
     }
 }
 
+/// The resignation counts of the newest self-play phase (`shards/resign-pending.txt`): a first
+/// line `iteration N`, then `bin lost kept` per non-empty bin.
+const RESIGN_PENDING: &str = "resign-pending.txt";
+
+/// Saves the resignation counts of iteration `iteration`'s games, atomically.
+fn write_resign_pending(
+    paths: &RunPaths,
+    iteration: u64,
+    counts: &ResignCalibration,
+) -> Result<(), PipelineError> {
+    use std::io::Write as _;
+    let path = paths.shards.join(RESIGN_PENDING);
+    let tmp = paths.shards.join(format!("{RESIGN_PENDING}.tmp"));
+    let mut text = format!("iteration {iteration}\n");
+    for (bin, lost, kept) in counts.counts() {
+        text.push_str(&format!("{bin} {lost} {kept}\n"));
+    }
+    let io = |source| PipelineError::Io { what: "writing", path: path.clone(), source };
+    let mut f = fs::File::create(&tmp).map_err(io)?;
+    f.write_all(text.as_bytes()).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    fs::rename(&tmp, &path).map_err(io)
+}
+
+/// The resignation counts saved for iteration `iteration`, if the file holds that iteration's
+/// (anything unreadable counts as absent: the counts of one iteration are lost, nothing else).
+fn read_resign_pending(paths: &RunPaths, iteration: u64) -> Option<ResignCalibration> {
+    let text = fs::read_to_string(paths.shards.join(RESIGN_PENDING)).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != format!("iteration {iteration}") {
+        return None;
+    }
+    let mut counts = ResignCalibration::new(RESIGN_CALIBRATION_CAPACITY);
+    for line in lines {
+        let v: Vec<u64> = line.split(' ').map(str::parse).collect::<Result<_, _>>().ok()?;
+        let [bin, lost, kept] = v[..] else { return None };
+        if !counts.set_counts(usize::try_from(bin).ok()?, lost, kept) {
+            return None;
+        }
+    }
+    Some(counts)
+}
+
 fn shard_path(paths: &RunPaths, iteration: u64) -> PathBuf {
     paths.shards.join(format!("shard-{iteration:06}.npz"))
 }
@@ -810,6 +872,8 @@ fn derive_seed(seed: u64, salt: u64, n: u64) -> u64 {
 pub struct TrainingRun {
     config: RunConfig,
     paths: RunPaths,
+    /// Where the network trains and plays (plain, not autodiff).
+    device: Device,
     trainer: Trainer,
     window: ReplayWindow,
     /// Iterations completed.
@@ -857,6 +921,20 @@ impl TrainingRun {
     /// [`PipelineError::RunExists`] if the checkpoint directory already holds checkpoints;
     /// invalid settings; I/O errors.
     pub fn create(config: RunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
+        TrainingRun::create_on(config, paths, cpu_device())
+    }
+
+    /// [`TrainingRun::create`] with the network on `device` (training on its autodiff form,
+    /// self-play and the arena on the device itself).
+    ///
+    /// # Errors
+    /// As [`TrainingRun::create`].
+    pub fn create_on(
+        config: RunConfig,
+        paths: RunPaths,
+        device: Device,
+    ) -> Result<TrainingRun, PipelineError> {
+        let device = if device.is_autodiff() { device.inner() } else { device };
         validate(&config)?;
         // What a start killed before its first checkpoint left behind.
         remove_stale_temporaries(&paths)?;
@@ -877,11 +955,11 @@ impl TrainingRun {
                 source,
             })?;
         }
-        let trainer =
-            Trainer::new(&config.network, &config.training, &cpu_device(), config.run.seed)?;
+        let trainer = Trainer::new(&config.network, &config.training, &device, config.run.seed)?;
         let mut run = TrainingRun {
             config,
             paths,
+            device,
             trainer,
             window: ReplayWindow::default(),
             iteration: 0,
@@ -910,6 +988,20 @@ impl TrainingRun {
     /// [`PipelineError::NothingToResume`] without a checkpoint; a refused checkpoint (with the
     /// reason) when the newest cannot be read and no older one can either; unreadable shards.
     pub fn resume(config: RunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
+        TrainingRun::resume_on(config, paths, cpu_device())
+    }
+
+    /// [`TrainingRun::resume`] with the network on `device`: a run may move between devices
+    /// (checkpoints carry no device).
+    ///
+    /// # Errors
+    /// As [`TrainingRun::resume`].
+    pub fn resume_on(
+        config: RunConfig,
+        paths: RunPaths,
+        device: Device,
+    ) -> Result<TrainingRun, PipelineError> {
+        let device = if device.is_autodiff() { device.inner() } else { device };
         validate(&config)?;
         remove_stale_temporaries(&paths)?;
         let scan = scan_checkpoints(&paths.checkpoints).map_err(|source| PipelineError::Io {
@@ -924,12 +1016,13 @@ impl TrainingRun {
                 dir,
                 Some(&config.network),
                 Some(&config.training),
-                &cpu_device(),
+                &device,
             ) {
                 Ok((trainer, manifest)) => {
                     let c = |k: &str| manifest.counters.get(k).copied().unwrap_or(0);
                     let mut run = TrainingRun {
                         paths,
+                        device: device.clone(),
                         trainer,
                         window: ReplayWindow::default(),
                         iteration: c(COUNTER_ITERATION),
@@ -986,6 +1079,11 @@ impl TrainingRun {
     /// The trainer (network, optimizer, counters).
     pub fn trainer(&self) -> &Trainer {
         &self.trainer
+    }
+
+    /// The device the network runs on.
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
     /// The settings.
@@ -1081,7 +1179,8 @@ impl TrainingRun {
         observer.iteration_started(iteration);
         let path = shard_path(&self.paths, iteration);
         // The shard of this iteration may exist from before a stop: use it as it is.
-        let (shard, selfplay) = match read_shard(&path) {
+        let tuning = self.config.run.resign_target_false_positive > 0.0;
+        let (shard, selfplay, resign_counts) = match read_shard(&path) {
             Ok(shard) => {
                 let games = shard.game_id.iter().collect::<std::collections::BTreeSet<_>>().len();
                 let report = SelfPlayReport {
@@ -1089,17 +1188,29 @@ impl TrainingRun {
                     samples: shard.len(),
                     ..Default::default()
                 };
-                (shard, report)
+                // The games' resignation counts, saved beside the shard; already in the
+                // checkpoint when it was written during this iteration's training.
+                let counts = (tuning && self.steps_in_iteration == 0)
+                    .then(|| read_resign_pending(&self.paths, iteration))
+                    .flatten();
+                (shard, report, counts)
             }
             Err(_) => match self.self_play(iteration, observer)? {
-                Some(x) => x,
+                Some((shard, report, counts)) => (shard, report, Some(counts)),
                 None => return Ok(None),
             },
         };
+        if tuning && let Some(counts) = resign_counts {
+            let r = &self.config.run;
+            self.resign.merge(&counts);
+            self.resign.decay();
+            self.resign_threshold =
+                self.resign.choose(r.resign_target_false_positive, r.resign_min_resigners);
+        }
         // The held-out loss: the new samples under the network before any step on them (not
         // after a resume in the middle of the iteration's training).
         let heldout = if self.steps_in_iteration == 0 && self.config.run.heldout_samples > 0 {
-            let net = self.trainer.inference_net(&cpu_device())?;
+            let net = self.trainer.inference_net(&self.device)?;
             heldout_losses(
                 &net,
                 &shard,
@@ -1186,16 +1297,16 @@ impl TrainingRun {
         &mut self,
         iteration: u64,
         observer: &mut dyn Observer,
-    ) -> Result<Option<(Shard, SelfPlayReport)>, PipelineError> {
-        let net = self.trainer.inference_net(&cpu_device())?;
+    ) -> Result<Option<(Shard, SelfPlayReport, ResignCalibration)>, PipelineError> {
+        let net = self.trainer.inference_net(&self.device)?;
         let mut evaluator = NnEvaluator::new(net);
         let mut selfplay = self.config.selfplay.clone();
         selfplay.seed = derive_seed(self.config.run.seed, 1, iteration);
         let tuning = self.config.run.resign_target_false_positive > 0.0;
         selfplay.resign_threshold = self.resign_threshold();
         let threshold = selfplay.resign_threshold;
-        // Counted into a copy, kept only when the whole self-play phase is done.
-        let mut calibration = self.resign.clone();
+        // This iteration's games alone; merged into the run's counts by the caller.
+        let mut calibration = ResignCalibration::new(RESIGN_CALIBRATION_CAPACITY);
         let mut shard = Shard::new(selfplay.rules);
         let mut pgn = Vec::new();
         let mut plies = 0u64;
@@ -1232,6 +1343,10 @@ impl TrainingRun {
             Err(e) => return Err(PipelineError::SelfPlay(e.to_string())),
         };
         let path = shard_path(&self.paths, iteration);
+        if tuning {
+            // Before the shard: a resume that finds the shard finds its counts too.
+            write_resign_pending(&self.paths, iteration, &calibration)?;
+        }
         write_shard(&path, &shard)
             .map_err(|e| PipelineError::Shard { path: path.clone(), reason: shard_reason(&e) })?;
         append(&self.paths.games_pgn, &pgn)?;
@@ -1243,13 +1358,7 @@ impl TrainingRun {
             elapsed: started.elapsed(),
             resign_threshold: Some(threshold),
         };
-        if tuning {
-            let r = &self.config.run;
-            self.resign_threshold =
-                calibration.choose(r.resign_target_false_positive, r.resign_min_resigners);
-            self.resign = calibration;
-        }
-        Ok(Some((shard, report)))
+        Ok(Some((shard, report, calibration)))
     }
 
     /// Rebuilds the replay window from the shards on disk (after a resume). A shard that cannot
@@ -1332,7 +1441,8 @@ impl TrainingRun {
     fn restore_resign_calibration(&mut self, counters: &BTreeMap<String, u64>) {
         if let Some(&micro) = counters.get(COUNTER_RESIGN_THRESHOLD) {
             let t = (micro as f64 / 1e6 - 1.0) as f32;
-            self.resign_threshold = if t.is_finite() { t.clamp(-1.0, 1.0) } else { -1.0 };
+            let top = xiangqi_search::resign::MAX_THRESHOLD;
+            self.resign_threshold = if t.is_finite() { t.clamp(-1.0, top) } else { -1.0 };
         }
         let mut bins: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
         for (key, &count) in counters {
@@ -1513,7 +1623,7 @@ impl TrainingRun {
         let seed = derive_seed(r.seed, 3, self.iteration);
         let concurrency = (self.config.selfplay.games_in_flight as usize).max(1);
         let me = LocalPlayer::Mcts { name: "current".into(), config: search.clone() };
-        let mut current = NnEvaluator::new(self.trainer.inference_net(&cpu_device())?);
+        let mut current = NnEvaluator::new(self.trainer.inference_net(&self.device)?);
         let mut previous = self.last_arena_checkpoint.unwrap_or(0);
         if !checkpoint_path(&self.paths, previous).is_dir() {
             // Pruned (a resume from an older checkpoint): the initial network is always kept.
@@ -1522,8 +1632,8 @@ impl TrainingRun {
         let mut earlier = None;
         if previous < self.iteration {
             let dir = checkpoint_path(&self.paths, previous);
-            let (net, _) = checkpoint::load_net(&dir, Some(&self.config.network), &cpu_device())?;
-            earlier = Some(NnEvaluator::new(InferenceNet::from_net(&net, &cpu_device())?));
+            let (net, _) = checkpoint::load_net(&dir, Some(&self.config.network), &self.device)?;
+            earlier = Some(NnEvaluator::new(InferenceNet::from_net(&net, &self.device)?));
         }
         let mut opponents = vec![
             ("random".to_string(), LocalPlayer::Random { seed }),

@@ -197,8 +197,17 @@ fn self_tuning_resignation_starts_off_and_its_counts_survive_a_resume() {
     assert!(run.resign_calibration().total() >= 2 * reports.0[0].selfplay.games);
     let (threshold, calibration) = (run.resign_threshold(), run.resign_calibration().clone());
     drop(run);
-    let resumed = TrainingRun::resume(config, paths).unwrap();
+    let resumed = TrainingRun::resume(config.clone(), paths.clone()).unwrap();
     assert_eq!(resumed.resign_threshold(), threshold);
     assert_eq!(resumed.resign_calibration(), &calibration);
+    drop(resumed);
+    // A kill after the second iteration's shard, before its checkpoint: the resume reuses the
+    // shard and takes its games' counts from beside it, as if it had never stopped.
+    fs::remove_dir_all(paths.checkpoints.join("ckpt-000002")).unwrap();
+    let mut again = TrainingRun::resume(config, paths).unwrap();
+    assert_eq!(again.iteration(), 1);
+    again.run(Some(1), &mut NoObserver).unwrap();
+    assert_eq!(again.resign_calibration(), &calibration);
+    assert_eq!(again.resign_threshold(), threshold);
     let _ = fs::remove_dir_all(&tmp);
 }

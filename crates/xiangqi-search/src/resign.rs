@@ -17,8 +17,10 @@
 //!
 //! The observations are binned in steps of [`STEP`] (`v` in `[-1 + k·STEP, -1 + (k+1)·STEP)` in
 //! bin `k`), so that the whole calibration is a few hundred counts that a checkpoint can keep.
-//! When more than `capacity` sides have been counted every count is halved: older games weigh
-//! less as the network changes.
+//! [`ResignCalibration::decay`] (the training loop calls it after each iteration's games) halves
+//! every count while more than `capacity` sides are counted: older games weigh less as the
+//! network changes. Counts only add up between two decays, so one iteration's games counted at
+//! once ([`ResignCalibration::merge`]) give the same calibration as counted one by one.
 //!
 //! # The choice
 //! [`ResignCalibration::choose`] returns the highest candidate threshold `t` (from
@@ -50,7 +52,7 @@ pub struct ResignCalibration {
 }
 
 impl ResignCalibration {
-    /// An empty calibration that halves its counts when they exceed `capacity` sides (at
+    /// An empty calibration that [`ResignCalibration::decay`] halves beyond `capacity` sides (at
     /// least 2).
     pub fn new(capacity: u64) -> ResignCalibration {
         ResignCalibration { lost: [0; BINS], not_lost: [0; BINS], capacity: capacity.max(2) }
@@ -74,12 +76,21 @@ impl ResignCalibration {
     /// Counts one side: the lowest value its searches gave its best move, and whether it lost.
     pub fn add(&mut self, lowest_value: f32, lost: bool) {
         let b = Self::bin(lowest_value);
-        if lost {
-            self.lost[b] += 1;
-        } else {
-            self.not_lost[b] += 1;
+        let count = if lost { &mut self.lost[b] } else { &mut self.not_lost[b] };
+        *count = count.saturating_add(1);
+    }
+
+    /// Adds the counts of `other` (one iteration's games, say), bin by bin.
+    pub fn merge(&mut self, other: &ResignCalibration) {
+        for b in 0..BINS {
+            self.lost[b] = self.lost[b].saturating_add(other.lost[b]);
+            self.not_lost[b] = self.not_lost[b].saturating_add(other.not_lost[b]);
         }
-        if self.total() > self.capacity {
+    }
+
+    /// Halves every count while more than `capacity` sides are counted.
+    pub fn decay(&mut self) {
+        while self.total() > self.capacity {
             for c in self.lost.iter_mut().chain(self.not_lost.iter_mut()) {
                 *c /= 2;
             }
@@ -102,16 +113,16 @@ impl ResignCalibration {
 
     /// Sides counted (after any halving).
     pub fn total(&self) -> u64 {
-        self.lost.iter().chain(&self.not_lost).sum()
+        self.lost.iter().chain(&self.not_lost).fold(0u64, |a, &c| a.saturating_add(c))
     }
 
     /// Under threshold index `k` (`1..BINS`): the sides that would have resigned, and of those
     /// the ones that did not lose. `k = BINS` counts every side, the top bin included.
     pub fn resigners(&self, k: usize) -> (u64, u64) {
         let k = k.min(BINS);
-        let lost: u64 = self.lost[..k].iter().sum();
-        let not_lost: u64 = self.not_lost[..k].iter().sum();
-        (lost + not_lost, not_lost)
+        let sum = |v: &[u64]| v.iter().fold(0u64, |a, &c| a.saturating_add(c));
+        let (lost, not_lost) = (sum(&self.lost[..k]), sum(&self.not_lost[..k]));
+        (lost.saturating_add(not_lost), not_lost)
     }
 
     /// The false-positive rate the counts give for threshold `t` (rounded down to a bin edge),
@@ -211,7 +222,25 @@ mod tests {
         for _ in 0..101 {
             c.add(-0.9, true);
         }
+        assert_eq!(c.total(), 101);
+        c.decay();
         assert_eq!(c.total(), 50);
+        // Merging an iteration's counts equals adding them one by one.
+        let mut one_by_one = c.clone();
+        let mut iteration = ResignCalibration::new(100);
+        for (v, lost) in [(-0.95, false), (-0.3, true), (-0.95, true)] {
+            one_by_one.add(v, lost);
+            iteration.add(v, lost);
+        }
+        let mut merged = c.clone();
+        merged.merge(&iteration);
+        assert_eq!(merged, one_by_one);
+        let mut huge = ResignCalibration::new(100);
+        huge.set_counts(0, u64::MAX, u64::MAX);
+        huge.merge(&one_by_one);
+        assert_eq!(huge.total(), u64::MAX);
+        huge.decay();
+        assert!(huge.total() <= 100);
         let mut d = ResignCalibration::new(100);
         for (b, lost, not_lost) in c.counts() {
             assert!(d.set_counts(b, lost, not_lost));

@@ -1,0 +1,108 @@
+//! `xqz bench`: the network's throughput on a device: inference positions per second at batch
+//! 64, 256 and 1024 (the folded net self-play evaluates with, planes in and logits out, one
+//! transfer each way), and training samples per second at the config's batch size.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use xiangqi::env::{self, INPUT_SIZE, POLICY_SIZE};
+use xiangqi::{Game, Position, RuleSet};
+use xiangqi_nn::{InferenceNet, Net, TrainBatch, Trainer};
+
+use crate::config::ConfigFile;
+
+/// Arguments of `xqz bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Config whose `[network]` and `[training]` are measured (`loop.batch_size` is the training
+    /// batch).
+    #[arg(long, default_value = "configs/gpu.toml")]
+    config: PathBuf,
+    /// The device: cpu, wgpu, wgpu:N or cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Seconds spent on each measurement (after one warm-up call).
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Threads of the CPU backend (0 = all cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+/// Input planes of `n` positions from a deterministic walk of legal moves.
+fn positions(n: usize) -> Vec<f32> {
+    let mut out = vec![0.0; n * INPUT_SIZE];
+    let mut game = Game::new(Position::start(), RuleSet::Asian);
+    for (i, chunk) in out.chunks_exact_mut(INPUT_SIZE).enumerate() {
+        env::encode_planes(&game, chunk);
+        let moves = game.legal_moves();
+        let restart = moves.is_empty()
+            || game.play_unchecked(moves[(i * 7919 + 13) % moves.len()]).is_some()
+            || game.len() >= 120;
+        if restart {
+            game = Game::new(Position::start(), RuleSet::Asian);
+        }
+    }
+    out
+}
+
+/// Calls `f` once to warm up, then repeatedly for about `seconds`; the rate of `units` per call,
+/// per second, over the timed calls.
+fn rate(
+    seconds: f64,
+    units: usize,
+    mut f: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<f64> {
+    f()?;
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while calls < 2 || start.elapsed() < Duration::from_secs_f64(seconds) {
+        f()?;
+        calls += 1;
+    }
+    Ok(calls as f64 * units as f64 / start.elapsed().as_secs_f64())
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 600.0) {
+        anyhow::bail!("--seconds must be above 0 and at most 600");
+    }
+    let threads = match args.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
+    let config = ConfigFile::load(&args.config)?;
+    let device = crate::net::device(&args.device)?;
+    let c = &config.network;
+    outln!(
+        "network: {} blocks x {} filters ({}), device {}",
+        c.blocks,
+        c.filters,
+        args.config.display(),
+        args.device
+    );
+    let net = Net::seeded(c, &device, 1);
+    let folded = InferenceNet::from_net(&net, &device).context("folding the network")?;
+    for batch in [64, 256, 1024] {
+        let planes = positions(batch);
+        let r = rate(args.seconds, batch, || {
+            folded.predict(planes.clone()).map(|_| ()).map_err(Into::into)
+        })?;
+        outln!("inference  batch {batch:>5}: {r:>10.0} positions/s");
+    }
+    let n = config.run.batch_size;
+    let planes = positions(n);
+    let mut batch = TrainBatch::with_capacity(n);
+    for (i, p) in planes.chunks_exact(INPUT_SIZE).enumerate() {
+        let mut policy = vec![0.0; POLICY_SIZE];
+        policy[(i * 37 + 11) % POLICY_SIZE] = 1.0;
+        batch.push(p, &policy, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][i % 3], true);
+    }
+    let mut trainer = Trainer::new(c, &config.training, &device, 1)?;
+    let r = rate(args.seconds, n, || trainer.step(&batch).map(|_| ()).map_err(Into::into))?;
+    outln!("training   batch {n:>5}: {r:>10.0} samples/s");
+    Ok(ExitCode::SUCCESS)
+}

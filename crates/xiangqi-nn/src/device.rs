@@ -1,0 +1,191 @@
+//! The compute device, chosen at run time by name: `cpu`, `wgpu`, `wgpu:N`, `cuda`, `cuda:N`.
+//!
+//! `cpu` is burn's `flex` backend, always built. `wgpu` (Vulkan, Metal or DirectX 12, whichever
+//! the platform offers; `wgpu` alone lets wgpu pick the adapter, preferring a high-power GPU,
+//! `wgpu:N` takes the N-th discrete GPU) needs the cargo feature `wgpu`; `cuda:N` the feature
+//! `cuda`. A device the build lacks, or that the machine does not have, is an error that says
+//! which feature or driver is missing; there is no silent fall-back to the CPU.
+
+use std::fmt;
+use std::str::FromStr;
+
+use burn::tensor::{Device, Tensor};
+use thiserror::Error;
+
+/// A device by name (see the [module documentation](self)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DeviceSpec {
+    /// burn's `flex` CPU backend.
+    #[default]
+    Cpu,
+    /// wgpu: `None` lets wgpu choose the adapter; `Some(n)` is the n-th discrete GPU.
+    Wgpu(Option<usize>),
+    /// CUDA device `n`.
+    Cuda(usize),
+}
+
+/// Why a device cannot be used.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum DeviceError {
+    /// The name is not a device.
+    #[error("unknown device '{0}' (expected cpu, wgpu, wgpu:N, cuda or cuda:N)")]
+    Unknown(String),
+    /// The build has no backend for it.
+    #[error(
+        "device '{device}': this build has no {backend} backend; rebuild with `--features {backend}`"
+    )]
+    NotBuilt {
+        /// The device asked for.
+        device: DeviceSpec,
+        /// The missing backend (and cargo feature).
+        backend: &'static str,
+    },
+    /// The backend is built but the device did not come up.
+    #[error("device '{device}' is not available: {reason}")]
+    Unavailable {
+        /// The device asked for.
+        device: DeviceSpec,
+        /// What failed, and what to install.
+        reason: String,
+    },
+}
+
+impl fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceSpec::Cpu => f.write_str("cpu"),
+            DeviceSpec::Wgpu(None) => f.write_str("wgpu"),
+            DeviceSpec::Wgpu(Some(n)) => write!(f, "wgpu:{n}"),
+            DeviceSpec::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+impl FromStr for DeviceSpec {
+    type Err = DeviceError;
+
+    fn from_str(s: &str) -> Result<DeviceSpec, DeviceError> {
+        let unknown = || DeviceError::Unknown(s.to_string());
+        let (name, index) = match s.split_once(':') {
+            Some((name, index)) => {
+                let n = index.parse::<usize>().map_err(|_| unknown())?;
+                (name, Some(n))
+            }
+            None => (s, None),
+        };
+        match (name, index) {
+            ("cpu", None) => Ok(DeviceSpec::Cpu),
+            ("wgpu", n) => Ok(DeviceSpec::Wgpu(n)),
+            ("cuda", n) => Ok(DeviceSpec::Cuda(n.unwrap_or(0))),
+            _ => Err(unknown()),
+        }
+    }
+}
+
+/// What to install or rebuild for a backend that is built but did not come up.
+fn hint(spec: DeviceSpec) -> &'static str {
+    match spec {
+        DeviceSpec::Cpu => "",
+        DeviceSpec::Wgpu(_) => {
+            "no usable GPU adapter: install the GPU's Vulkan driver (on Debian or Ubuntu, \
+             `apt install libvulkan1 mesa-vulkan-drivers`; Mesa's lavapipe runs Vulkan on the \
+             CPU), or use --device cpu"
+        }
+        DeviceSpec::Cuda(_) => "no usable CUDA device: check the NVIDIA driver and the index",
+    }
+}
+
+impl DeviceSpec {
+    /// The burn device for this spec, checked by a small computation read back to the host.
+    ///
+    /// # Errors
+    /// [`DeviceError::NotBuilt`] when this build lacks the backend; [`DeviceError::Unavailable`]
+    /// when the device does not work (no adapter, no driver), with what to install.
+    pub fn device(self) -> Result<Device, DeviceError> {
+        let device = match self {
+            DeviceSpec::Cpu => return Ok(Device::flex()),
+            #[cfg(feature = "wgpu")]
+            DeviceSpec::Wgpu(n) => Device::wgpu(match n {
+                None => burn::tensor::DeviceKind::DefaultDevice,
+                Some(i) => burn::tensor::DeviceKind::DiscreteGpu(i),
+            }),
+            #[cfg(not(feature = "wgpu"))]
+            DeviceSpec::Wgpu(_) => {
+                return Err(DeviceError::NotBuilt { device: self, backend: "wgpu" });
+            }
+            #[cfg(feature = "cuda")]
+            DeviceSpec::Cuda(i) => Device::cuda(i),
+            #[cfg(not(feature = "cuda"))]
+            DeviceSpec::Cuda(_) => {
+                return Err(DeviceError::NotBuilt { device: self, backend: "cuda" });
+            }
+        };
+        probe(self, &device)?;
+        Ok(device)
+    }
+}
+
+/// Runs `2 · [1, 2]` on `device` and reads it back; a backend that panics while finding its
+/// adapter is caught here (its panic message kept, the default panic output silenced).
+fn probe(spec: DeviceSpec, device: &Device) -> Result<(), DeviceError> {
+    let d = device.clone();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(move || {
+        let t = Tensor::<1>::from_data(burn::tensor::TensorData::new(vec![1.0f32, 2.0], [2]), &d);
+        t.mul_scalar(2.0).try_into_vec_as::<f32>().map_err(|e| e.to_string())
+    });
+    std::panic::set_hook(previous);
+    let unavailable = |what: String| DeviceError::Unavailable {
+        device: spec,
+        reason: format!("{what}; {}", hint(spec)),
+    };
+    match result {
+        Ok(Ok(v)) if v == [2.0, 4.0] => Ok(()),
+        Ok(Ok(v)) => Err(unavailable(format!("a test computation gave {v:?} instead of [2, 4]"))),
+        Ok(Err(e)) => Err(unavailable(e)),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
+                .unwrap_or_else(|| "the backend panicked".to_string());
+            Err(unavailable(message))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_print_back() {
+        for (text, spec) in [
+            ("cpu", DeviceSpec::Cpu),
+            ("wgpu", DeviceSpec::Wgpu(None)),
+            ("wgpu:1", DeviceSpec::Wgpu(Some(1))),
+            ("cuda:0", DeviceSpec::Cuda(0)),
+        ] {
+            assert_eq!(text.parse::<DeviceSpec>(), Ok(spec));
+            assert_eq!(spec.to_string(), text);
+        }
+        assert_eq!("cuda".parse::<DeviceSpec>(), Ok(DeviceSpec::Cuda(0)));
+        for bad in ["", "gpu", "cpu:0", "wgpu:", "wgpu:x", "cuda:-1", "WGPU"] {
+            assert_eq!(bad.parse::<DeviceSpec>(), Err(DeviceError::Unknown(bad.to_string())));
+        }
+    }
+
+    #[test]
+    fn the_cpu_is_always_there() {
+        assert_eq!(DeviceSpec::Cpu.device().unwrap(), Device::flex());
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn a_backend_the_build_lacks_says_which_feature() {
+        let e = DeviceSpec::Cuda(0).device().unwrap_err();
+        assert_eq!(e, DeviceError::NotBuilt { device: DeviceSpec::Cuda(0), backend: "cuda" });
+        assert!(e.to_string().contains("--features cuda"), "{e}");
+    }
+}
