@@ -138,6 +138,10 @@ fn parse_sprt(text: &str) -> anyhow::Result<Sprt> {
 }
 
 fn split_option(text: &str) -> anyhow::Result<(String, String)> {
+    // A line break would end the `setoption` line and smuggle in another command.
+    if text.chars().any(char::is_control) {
+        bail!("option {text:?}: control characters (line breaks, tabs) are not allowed");
+    }
     match text.split_once('=') {
         Some((n, v)) if !n.trim().is_empty() => Ok((n.trim().to_string(), v.trim().to_string())),
         _ => bail!("option '{text}': expected NAME=VALUE"),
@@ -493,6 +497,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_with_control_characters_are_refused() {
+        for bad in ["Hash=1\nquit", "Hash=1\rgo", "Ha\tsh=1", "Hash=\u{7f}"] {
+            let e = split_option(bad).unwrap_err().to_string();
+            assert!(e.contains("control characters"), "{bad:?}: {e}");
+        }
+        assert_eq!(split_option("Skill Level=0").unwrap(), ("Skill Level".into(), "0".into()));
+    }
 
     #[test]
     fn sprt_and_options_parse() {
