@@ -819,8 +819,8 @@ fn a_device_the_build_or_the_machine_lacks_is_an_error_before_anything_is_writte
     let config = config.to_str().unwrap();
     for (device, expected) in [
         ("gpu", "unknown device 'gpu' (expected cpu, wgpu, wgpu:N, cuda or cuda:N)"),
-        ("cuda:0", "this build has no cuda backend; rebuild with `--features cuda`"),
-        ("wgpu:7", "device 'wgpu:7' is not available"),
+        ("cuda:0", "this build has no cuda backend; CUDA is not supported"),
+        ("wgpu:7", "device 'wgpu:7' is not available: wgpu:N counts discrete GPUs only"),
     ] {
         let dir = run_dir(&format!("device-{}", device.replace(':', "-")));
         let o = train(&dir, &["--config", config, "--iterations", "1", "--device", device]);

@@ -20,15 +20,15 @@ pub struct Args {
     /// batch).
     #[arg(long, default_value = "configs/gpu.toml")]
     config: PathBuf,
-    /// The device: cpu, wgpu, wgpu:N or cuda:N.
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    /// The device: cpu, wgpu, wgpu:N or cuda:N; default: the config's `loop.device`.
+    #[arg(long)]
+    device: Option<String>,
     /// Seconds spent on each measurement (after one warm-up call).
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
     /// Threads of the CPU backend (0 = all cores).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1024))]
+    threads: u16,
 }
 
 /// Input planes of `n` positions from a deterministic walk of legal moves.
@@ -71,18 +71,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let threads = match args.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
+        n => usize::from(n),
     };
     let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
     let config = ConfigFile::load(&args.config)?;
-    let device = crate::net::device(&args.device)?;
+    let name = args.device.clone().unwrap_or_else(|| config.run.device.clone());
+    let device = crate::net::device(&name)?;
     let c = &config.network;
     outln!(
         "network: {} blocks x {} filters ({}), device {}",
         c.blocks,
         c.filters,
         args.config.display(),
-        args.device
+        name
     );
     let net = Net::seeded(c, &device, 1);
     let folded = InferenceNet::from_net(&net, &device).context("folding the network")?;

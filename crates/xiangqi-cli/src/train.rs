@@ -169,9 +169,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let mut observer = CliObserver::new(&run_dir, stop, args.quiet, &config)?;
     errln!(
-        "xqz train: run '{}' in {} ({} iterations done, {} steps); TensorBoard: tensorboard --logdir {}",
+        "xqz train: run '{}' in {} on device {} ({} iterations done, {} steps); TensorBoard: tensorboard --logdir {}",
         name,
         run_dir.display(),
+        config.run.device,
         training.iteration(),
         training.trainer().step_count(),
         run_dir.join("tensorboard").display()

@@ -31,14 +31,14 @@ pub enum DeviceError {
     #[error("unknown device '{0}' (expected cpu, wgpu, wgpu:N, cuda or cuda:N)")]
     Unknown(String),
     /// The build has no backend for it.
-    #[error(
-        "device '{device}': this build has no {backend} backend; rebuild with `--features {backend}`"
-    )]
+    #[error("device '{device}': this build has no {backend} backend; {advice}")]
     NotBuilt {
         /// The device asked for.
         device: DeviceSpec,
         /// The missing backend (and cargo feature).
         backend: &'static str,
+        /// What to do instead.
+        advice: &'static str,
     },
     /// The backend is built but the device did not come up.
     #[error("device '{device}' is not available: {reason}")]
@@ -85,13 +85,16 @@ impl FromStr for DeviceSpec {
 /// What to install or rebuild for a backend that is built but did not come up.
 fn hint(spec: DeviceSpec) -> &'static str {
     match spec {
-        DeviceSpec::Cpu => "",
-        DeviceSpec::Wgpu(_) => {
+        DeviceSpec::Cpu | DeviceSpec::Cuda(_) => "check the driver and the device index",
+        DeviceSpec::Wgpu(Some(_)) => {
+            "wgpu:N counts discrete GPUs only; --device wgpu takes whatever adapter there is \
+             (an integrated GPU, Mesa's lavapipe)"
+        }
+        DeviceSpec::Wgpu(None) => {
             "no usable GPU adapter: install the GPU's Vulkan driver (on Debian or Ubuntu, \
              `apt install libvulkan1 mesa-vulkan-drivers`; Mesa's lavapipe runs Vulkan on the \
              CPU), or use --device cpu"
         }
-        DeviceSpec::Cuda(_) => "no usable CUDA device: check the NVIDIA driver and the index",
     }
 }
 
@@ -111,13 +114,23 @@ impl DeviceSpec {
             }),
             #[cfg(not(feature = "wgpu"))]
             DeviceSpec::Wgpu(_) => {
-                return Err(DeviceError::NotBuilt { device: self, backend: "wgpu" });
+                return Err(DeviceError::NotBuilt {
+                    device: self,
+                    backend: "wgpu",
+                    advice: "rebuild with `--features wgpu` (a default feature of xqz)",
+                });
             }
             #[cfg(feature = "cuda")]
             DeviceSpec::Cuda(i) => Device::cuda(i),
             #[cfg(not(feature = "cuda"))]
             DeviceSpec::Cuda(_) => {
-                return Err(DeviceError::NotBuilt { device: self, backend: "cuda" });
+                return Err(DeviceError::NotBuilt {
+                    device: self,
+                    backend: "cuda",
+                    advice: "CUDA is not supported (burn 0.22's CUDA backend downloads LLVM while \
+                             it builds, and was never built or tested here); use --device wgpu, \
+                             which reaches NVIDIA GPUs through Vulkan",
+                });
             }
         };
         probe(self, &device)?;
@@ -129,8 +142,21 @@ impl DeviceSpec {
 /// adapter is caught here (its panic message kept, the default panic output silenced).
 fn probe(spec: DeviceSpec, device: &Device) -> Result<(), DeviceError> {
     let d = device.clone();
+    // The backend may fail on a thread of its own: the first panic message of any thread while
+    // the probe runs is kept (and not printed), as the reason to report.
+    let first = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let keep = std::sync::Arc::clone(&first);
     let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| info.payload().downcast_ref::<&str>().map(|s| (*s).to_string()));
+        if let (Ok(mut slot), Some(text)) = (keep.lock(), text) {
+            slot.get_or_insert(text);
+        }
+    }));
     let result = std::panic::catch_unwind(move || {
         let t = Tensor::<1>::from_data(burn::tensor::TensorData::new(vec![1.0f32, 2.0], [2]), &d);
         t.mul_scalar(2.0).try_into_vec_as::<f32>().map_err(|e| e.to_string())
@@ -138,19 +164,19 @@ fn probe(spec: DeviceSpec, device: &Device) -> Result<(), DeviceError> {
     std::panic::set_hook(previous);
     let unavailable = |what: String| DeviceError::Unavailable {
         device: spec,
-        reason: format!("{what}; {}", hint(spec)),
+        reason: format!("{}; {what}", hint(spec)),
     };
     match result {
         Ok(Ok(v)) if v == [2.0, 4.0] => Ok(()),
         Ok(Ok(v)) => Err(unavailable(format!("a test computation gave {v:?} instead of [2, 4]"))),
         Ok(Err(e)) => Err(unavailable(e)),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
-                .unwrap_or_else(|| "the backend panicked".to_string());
-            Err(unavailable(message))
+        Err(_) => {
+            let message = first
+                .lock()
+                .ok()
+                .and_then(|m| m.clone())
+                .unwrap_or_else(|| "no message".to_string());
+            Err(unavailable(format!("the backend failed while starting ({message})")))
         }
     }
 }
@@ -185,7 +211,10 @@ mod tests {
     #[test]
     fn a_backend_the_build_lacks_says_which_feature() {
         let e = DeviceSpec::Cuda(0).device().unwrap_err();
-        assert_eq!(e, DeviceError::NotBuilt { device: DeviceSpec::Cuda(0), backend: "cuda" });
-        assert!(e.to_string().contains("--features cuda"), "{e}");
+        assert!(
+            matches!(e, DeviceError::NotBuilt { device: DeviceSpec::Cuda(0), backend: "cuda", .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("use --device wgpu"), "{e}");
     }
 }

@@ -418,7 +418,11 @@ mod tests {
             ..NetConfig::tiny()
         };
         for global in [GlobalKind::None, GlobalKind::SqueezeExcitation, GlobalKind::GlobalPooling] {
-            let mut net = Net::new(&NetConfig { global, ..config.clone() }, &device);
+            // Seeded: weights drawn from the device's shared generator depend on the tests
+            // running beside this one, and some draws (seed 7 here, too) leave the
+            // squeeze-excitation net with every activation dead: an exactly symmetric output,
+            // which the guard below rejects as a useless fixture.
+            let mut net = Net::seeded(&NetConfig { global, ..config.clone() }, &device, 3);
             symmetrize_conv(&mut net.input);
             for b in &mut net.tower {
                 symmetrize_conv(&mut b.conv1);
