@@ -934,7 +934,8 @@ impl TrainingRun {
         paths: RunPaths,
         device: Device,
     ) -> Result<TrainingRun, PipelineError> {
-        let device = if device.is_autodiff() { device.inner() } else { device };
+        // Plain: the trainer makes its own autodiff form.
+        let device = device.inner();
         validate(&config)?;
         // What a start killed before its first checkpoint left behind.
         remove_stale_temporaries(&paths)?;
@@ -1001,7 +1002,8 @@ impl TrainingRun {
         paths: RunPaths,
         device: Device,
     ) -> Result<TrainingRun, PipelineError> {
-        let device = if device.is_autodiff() { device.inner() } else { device };
+        // Plain: the trainer makes its own autodiff form.
+        let device = device.inner();
         validate(&config)?;
         remove_stale_temporaries(&paths)?;
         let scan = scan_checkpoints(&paths.checkpoints).map_err(|source| PipelineError::Io {
