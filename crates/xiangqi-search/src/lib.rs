@@ -45,9 +45,12 @@ pub use game::SearchGame;
 pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn_moves};
 pub use resign::ResignCalibration;
 pub use search::{Search, SearchResult};
-pub use selfplay::{SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games};
+pub use selfplay::{
+    SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games, play_games_from,
+};
 pub use shard::{
-    FORMAT_VERSION, SampleRef, Shard, ShardError, UNKNOWN_ENDING, UNKNOWN_MATERIAL, list_shards,
-    material_balance, read_shard, read_shard_from, write_shard, write_shard_to,
+    FORMAT_VERSION, LOCAL_WORKER, SampleRef, Shard, ShardError, UNKNOWN_ENDING, UNKNOWN_GENERATION,
+    UNKNOWN_MATERIAL, list_shards, material_balance, read_shard, read_shard_from, write_shard,
+    write_shard_to,
 };
 pub use tree::{NodeId, NodeStatus, Tree};

@@ -174,6 +174,8 @@ pub fn game_rng(seed: u64, game_id: u64) -> ChaCha8Rng {
 struct Settings {
     search: SearchConfig,
     selfplay: SelfPlayConfig,
+    /// The id of the first game of the call.
+    first_game_id: u64,
 }
 
 /// A game being played.
@@ -403,6 +405,28 @@ pub fn play_games<E, F>(
     selfplay: &SelfPlayConfig,
     games: u64,
     evaluator: &mut E,
+    on_event: F,
+) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
+where
+    E: Evaluator<Game>,
+    F: FnMut(SelfPlayEvent<'_>) -> Result<(), BoxError>,
+{
+    play_games_from(0, search, selfplay, games, evaluator, on_event)
+}
+
+/// [`play_games`] with the games numbered from `first_game_id` on (their
+/// [`GameRecord::game_id`](crate::GameRecord) and the seed of each game's random generator,
+/// [`game_rng`]`(selfplay.seed, game_id)`): a worker that plays in several calls continues its
+/// numbering, so that no two of its games share an id or a generator.
+///
+/// # Errors
+/// As [`play_games`].
+pub fn play_games_from<E, F>(
+    first_game_id: u64,
+    search: &SearchConfig,
+    selfplay: &SelfPlayConfig,
+    games: u64,
+    evaluator: &mut E,
     mut on_event: F,
 ) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
 where
@@ -411,7 +435,7 @@ where
 {
     search.validate()?;
     selfplay.validate()?;
-    let settings = Settings { search: search.clone(), selfplay: selfplay.clone() };
+    let settings = Settings { search: search.clone(), selfplay: selfplay.clone(), first_game_id };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(selfplay.threads as usize)
         .build()
@@ -529,7 +553,8 @@ fn start_games(group: &mut Group, settings: &Settings, games: u64, stats: &mut S
         if slot.run.is_some() || stats.games_started >= games {
             continue;
         }
-        let mut run = Running::new(stats.games_started, settings, slot.spare.take());
+        let game_id = settings.first_game_id.wrapping_add(stats.games_started);
+        let mut run = Running::new(game_id, settings, slot.spare.take());
         stats.games_started += 1;
         if run.start_search(settings) {
             if pending < settings.selfplay.max_batch as usize {

@@ -1,12 +1,12 @@
 //! Replay shards: training samples of finished games in one compressed `.npz` file.
 //!
-//! # Format (version 2; version 1 is still read)
+//! # Format (version 3; versions 1 and 2 are still read)
 //! A shard is a zip of `.npy` arrays (numpy's `np.savez_compressed` layout). `N` is the number
 //! of samples, `M` the total number of policy entries.
 //!
 //! | array | dtype | shape | content |
 //! |---|---|---|---|
-//! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (2) |
+//! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (3) |
 //! | `rules` | u8 | `[1]` | 0 = `asian`, 1 = `simple` |
 //! | `boards` | u8 | `[N, 90]` | piece codes ([`xiangqi::env::encode_board_compact`]): 0 empty, 1–7 Red general, advisor, elephant, horse, chariot, cannon, soldier, 8–14 the same for Black; index = rank · 9 + file, rank 0 = Red's home rank |
 //! | `turn` | u8 | `[N]` | side to move: 0 Red, 1 Black |
@@ -15,7 +15,9 @@
 //! | `result` | i8 | `[N]` | final result for the side to move: +1 win, 0 draw, −1 loss |
 //! | `full_search` | u8 | `[N]` | 1 = full search, a policy target; 0 = cheap search (value only) |
 //! | `root_value` | f32 | `[N]` | the search's value for the side to move, in `[-1, 1]` |
-//! | `game_id` | u64 | `[N]` | the game's number in its self-play run |
+//! | `game_id` | u64 | `[N]` | the game's number among its worker's games |
+//! | `worker` | u64 | `[N]` | the self-play worker that played the game ([`LOCAL_WORKER`] = the trainer's own self-play; read as such from versions 1–2) |
+//! | `generation` | u32 | `[N]` | the net that played the game: the trainer's iteration count when it was published (0 = the initial net); [`UNKNOWN_GENERATION`] when unknown (versions 1–2) |
 //! | `ply` | u16 | `[N]` | plies from the game's start position |
 //! | `ending` | u8 | `[N]` | how the sample's game ended: [`xiangqi::OutcomeReason::index`] (0 `checkmate` … 8 `resignation`, 9 `length_cap`); 255 unknown (read from version 1) |
 //! | `game_plies` | u16 | `[N]` | the length of the sample's game in plies (0 unknown): plies left = `game_plies − ply` |
@@ -49,9 +51,15 @@ use xiangqi::{Color, Move, RuleSet};
 
 use crate::record::GameRecord;
 
-/// The shard format version this crate writes; it reads this one and version 1 (which lacks
-/// `ending`, `game_plies` and `final_material`: they read as unknown).
-pub const FORMAT_VERSION: u32 = 2;
+/// The shard format version this crate writes; it reads this one and versions 1 (which lacks
+/// `ending`, `game_plies` and `final_material`: they read as unknown) and 2 (which lacks
+/// `worker` and `generation`: they read as [`LOCAL_WORKER`] and [`UNKNOWN_GENERATION`]).
+pub const FORMAT_VERSION: u32 = 3;
+
+/// `worker` of games played by the trainer's own self-play.
+pub const LOCAL_WORKER: u64 = 0;
+/// `generation` of a sample whose net is not recorded (versions 1–2).
+pub const UNKNOWN_GENERATION: u32 = u32::MAX;
 
 /// `ending` of a sample whose game's ending is not recorded (a version 1 shard).
 pub const UNKNOWN_ENDING: u8 = 255;
@@ -113,7 +121,7 @@ pub enum ShardError {
         reason: String,
     },
     /// A format version this reader does not know.
-    #[error("format version {found}; this reader knows versions 1 and {FORMAT_VERSION}")]
+    #[error("format version {found}; this reader knows versions 1 to {FORMAT_VERSION}")]
     Version {
         /// The version in the file.
         found: u32,
@@ -171,6 +179,10 @@ pub struct Shard {
     /// The final position's material balance for the sample's side to move, in half-pawns
     /// ([`UNKNOWN_MATERIAL`] unknown).
     pub final_material: Vec<i16>,
+    /// The worker that played each sample's game ([`LOCAL_WORKER`] for the trainer's own).
+    pub worker: Vec<u64>,
+    /// The generation of the net that played each sample's game ([`UNKNOWN_GENERATION`]).
+    pub generation: Vec<u32>,
 }
 
 /// One sample of a [`Shard`], borrowed.
@@ -198,6 +210,10 @@ pub struct SampleRef<'a> {
     pub game_plies: u16,
     /// The final material balance for the side to move in half-pawns, or [`UNKNOWN_MATERIAL`].
     pub final_material: i16,
+    /// The worker that played the game.
+    pub worker: u64,
+    /// The generation of the net that played the game, or [`UNKNOWN_GENERATION`].
+    pub generation: u32,
 }
 
 impl Shard {
@@ -216,8 +232,14 @@ impl Shard {
         self.result.is_empty()
     }
 
-    /// Appends every sample of a finished game, its result seen from each sample's side to move.
-    pub fn push_game(&mut self, game: &GameRecord) {
+    /// Appends every sample of a finished game, its result seen from each sample's side to move,
+    /// as played by the trainer's own self-play ([`LOCAL_WORKER`]) with net `generation`.
+    pub fn push_game(&mut self, game: &GameRecord, generation: u32) {
+        self.push_game_of(game, LOCAL_WORKER, generation);
+    }
+
+    /// [`Shard::push_game`] for a game of `worker`.
+    pub fn push_game_of(&mut self, game: &GameRecord, worker: u64, generation: u32) {
         if self.policy_offsets.is_empty() {
             self.policy_offsets.push(0);
         }
@@ -249,6 +271,8 @@ impl Shard {
             self.full_search.push(u8::from(s.full_search));
             self.root_value.push(s.root_value);
             self.game_id.push(game.game_id);
+            self.worker.push(worker);
+            self.generation.push(generation);
             self.ply.push(s.ply.min(u32::from(u16::MAX)) as u16);
             self.policy_moves.extend_from_slice(&s.moves);
             self.policy_probs.extend_from_slice(&s.probs);
@@ -279,7 +303,52 @@ impl Shard {
             ending: self.ending[i],
             game_plies: self.game_plies[i],
             final_material: self.final_material[i],
+            worker: self.worker[i],
+            generation: self.generation[i],
         }
+    }
+
+    /// Appends every sample of `other` (whose rules must be this shard's).
+    ///
+    /// # Errors
+    /// [`ShardError::Invalid`] if the rule sets differ.
+    pub fn append(&mut self, other: &Shard) -> Result<(), ShardError> {
+        if other.rules != self.rules {
+            return Err(ShardError::Invalid {
+                name: "rules",
+                reason: format!(
+                    "cannot merge {:?} games into a {:?} shard",
+                    other.rules, self.rules
+                ),
+            });
+        }
+        if self.policy_offsets.is_empty() {
+            self.policy_offsets.push(0);
+        }
+        let base = self.policy_moves.len() as u32;
+        self.boards.extend_from_slice(&other.boards);
+        self.turn.extend_from_slice(&other.turn);
+        self.halfmove_clock.extend_from_slice(&other.halfmove_clock);
+        self.repeated.extend_from_slice(&other.repeated);
+        self.result.extend_from_slice(&other.result);
+        self.full_search.extend_from_slice(&other.full_search);
+        self.root_value.extend_from_slice(&other.root_value);
+        self.game_id.extend_from_slice(&other.game_id);
+        self.ply.extend_from_slice(&other.ply);
+        self.policy_offsets.extend(other.policy_offsets.iter().skip(1).map(|&o| base + o));
+        self.policy_moves.extend_from_slice(&other.policy_moves);
+        self.policy_probs.extend_from_slice(&other.policy_probs);
+        self.ending.extend_from_slice(&other.ending);
+        self.game_plies.extend_from_slice(&other.game_plies);
+        self.final_material.extend_from_slice(&other.final_material);
+        self.worker.extend_from_slice(&other.worker);
+        self.generation.extend_from_slice(&other.generation);
+        Ok(())
+    }
+
+    /// The distinct games of the shard, as `(worker, game_id)` in order.
+    pub fn games(&self) -> std::collections::BTreeSet<(u64, u64)> {
+        self.worker.iter().copied().zip(self.game_id.iter().copied()).collect()
     }
 
     /// Checks every invariant of the format.
@@ -301,6 +370,8 @@ impl Shard {
             ("ending", self.ending.len()),
             ("game_plies", self.game_plies.len()),
             ("final_material", self.final_material.len()),
+            ("worker", self.worker.len()),
+            ("generation", self.generation.len()),
         ];
         for (name, len) in lens {
             if len != n {
@@ -404,6 +475,8 @@ pub fn write_shard_to<W: Write + Seek>(writer: W, shard: &Shard) -> Result<W, Sh
     npz.add_array("ending", &Array1::from_vec(shard.ending.clone()))?;
     npz.add_array("game_plies", &Array1::from_vec(shard.game_plies.clone()))?;
     npz.add_array("final_material", &Array1::from_vec(shard.final_material.clone()))?;
+    npz.add_array("worker", &Array1::from_vec(shard.worker.clone()))?;
+    npz.add_array("generation", &Array1::from_vec(shard.generation.clone()))?;
     Ok(npz.finish()?)
 }
 
@@ -473,7 +546,7 @@ pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
             reason: "must hold one value".into(),
         });
     }
-    if version[0] != FORMAT_VERSION && version[0] != 1 {
+    if !(1..=FORMAT_VERSION).contains(&version[0]) {
         return Err(ShardError::Version { found: version[0] });
     }
     let rules: Vec<u8> = read_array(&mut npz, "rules")?;
@@ -518,6 +591,8 @@ pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
         ending: Vec::new(),
         game_plies: Vec::new(),
         final_material: Vec::new(),
+        worker: Vec::new(),
+        generation: Vec::new(),
     };
     if version[0] >= 2 {
         shard.ending = read_array(&mut npz, "ending")?;
@@ -528,6 +603,14 @@ pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
         shard.ending = vec![UNKNOWN_ENDING; n];
         shard.game_plies = vec![0; n];
         shard.final_material = vec![UNKNOWN_MATERIAL; n];
+    }
+    if version[0] >= 3 {
+        shard.worker = read_array(&mut npz, "worker")?;
+        shard.generation = read_array(&mut npz, "generation")?;
+    } else {
+        let n = shard.len();
+        shard.worker = vec![LOCAL_WORKER; n];
+        shard.generation = vec![UNKNOWN_GENERATION; n];
     }
     shard.validate()?;
     Ok(shard)

@@ -210,7 +210,7 @@ fn shard_round_trip_and_interrupted_writes() {
     let (records, _) = play(&small_search(), &small_selfplay(), 4);
     let mut shard = Shard::new(RuleSet::Asian);
     for r in &records {
-        shard.push_game(r);
+        shard.push_game(r, 0);
     }
     assert_eq!(shard.len(), records.iter().map(|r| r.samples.len()).sum::<usize>());
     let dir = scratch_dir("shards");
@@ -249,7 +249,7 @@ fn shard_round_trip_and_interrupted_writes() {
 fn shard_reader_rejects_bad_contents() {
     let (records, _) = play(&small_search(), &small_selfplay(), 1);
     let mut shard = Shard::new(RuleSet::Simple);
-    shard.push_game(&records[0]);
+    shard.push_game(&records[0], 0);
     let dir = scratch_dir("bad");
     let mut bad = shard.clone();
     bad.result[0] = 3;
@@ -336,7 +336,7 @@ fn shards_record_each_games_ending_length_and_final_material() {
     record.samples[0].inputs.turn = Color::Red;
     record.samples[1].inputs.turn = Color::Black;
     let mut shard = Shard::new(RuleSet::Asian);
-    shard.push_game(&record);
+    shard.push_game(&record, 0);
     let cap = OutcomeReason::LengthCap.index() as u8;
     assert_eq!(shard.ending, [cap, cap]);
     assert_eq!(shard.game_plies, [1, 1]);
@@ -347,7 +347,7 @@ fn shards_record_each_games_ending_length_and_final_material() {
     // Played games: the ending is the verdict, the length the number of moves.
     let mut shard = Shard::new(RuleSet::Asian);
     for r in &records {
-        shard.push_game(r);
+        shard.push_game(r, 0);
     }
     let mut i = 0;
     for r in &records {
@@ -369,7 +369,7 @@ fn version_1_shards_still_read_with_unknown_endings() {
     let (records, _) = play(&small_search(), &small_selfplay(), 2);
     let mut shard = Shard::new(RuleSet::Asian);
     for r in &records {
-        shard.push_game(r);
+        shard.push_game(r, 0);
     }
     // The arrays of format version 1, as the earlier writer laid them out.
     let n = shard.len();
