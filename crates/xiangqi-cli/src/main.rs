@@ -60,10 +60,12 @@ mod net;
 mod outcome;
 mod perft;
 mod selfplay;
+mod store;
 mod tactics;
 mod train;
 mod uci;
 mod uci_search;
+mod worker;
 
 /// Train and play neural xiangqi engines by self-play.
 #[derive(Parser)]

@@ -1,4 +1,5 @@
-//! `xqz selfplay --config FILE --games N --out DIR [--threads T] [--seed S]`.
+//! `xqz selfplay --config FILE --games N --out DIR [--threads T] [--seed S]`, or, as a worker
+//! of a distributed run, `xqz selfplay --store URL` (see [`crate::worker`]).
 //!
 //! Plays `N` self-play games with the settings of the config's `[search]` and `[selfplay]`
 //! sections and the uniform evaluator (no network yet), and writes into `DIR`:
@@ -29,14 +30,20 @@ use crate::config::ConfigFile;
 #[derive(clap::Args)]
 pub struct Args {
     /// Config file (TOML) with `[search]` and `[selfplay]` sections.
-    #[arg(long)]
-    config: PathBuf,
-    /// Number of games to play.
-    #[arg(long)]
-    games: u64,
+    #[arg(long, required_unless_present = "store", conflicts_with = "store")]
+    config: Option<PathBuf>,
+    /// Number of games to play (with --store: stop after this many games uploaded; default:
+    /// until stopped).
+    #[arg(long, required_unless_present = "store")]
+    games: Option<u64>,
     /// Output directory for shards and the PGN file (created if missing).
-    #[arg(long)]
-    out: PathBuf,
+    #[arg(long, required_unless_present = "store", conflicts_with = "store")]
+    out: Option<PathBuf>,
+    /// Be a worker of a distributed run: take the run's config and newest net from this store
+    /// (a directory, or s3://bucket/prefix with the AWS_* variables) and upload the games there
+    /// until stopped. `xqz train --store URL` is the trainer.
+    #[arg(long, value_name = "URL", conflicts_with = "net")]
+    store: Option<String>,
     /// Search threads (overrides `selfplay.threads`; 0 = one per core).
     #[arg(long)]
     threads: Option<u32>,
@@ -76,7 +83,7 @@ struct Output {
 impl Output {
     fn add(&mut self, record: &GameRecord) -> anyhow::Result<()> {
         record.write_pgn(&mut self.pgn).context("writing games.pgn")?;
-        self.shard.push_game(record);
+        self.shard.push_game(record, 0);
         self.games_in_shard += 1;
         if self.games_in_shard >= self.games_per_shard {
             self.flush_shard()?;
@@ -110,10 +117,23 @@ fn progress_message(s: &SelfPlayStats) -> String {
 
 /// Runs the command.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    if args.games == 0 {
+    if args.games == Some(0) {
         anyhow::bail!("--games 0: nothing to play; give at least 1");
     }
-    let mut config = ConfigFile::load(&args.config)?;
+    if let Some(store) = &args.store {
+        return crate::worker::run(&crate::worker::WorkerArgs {
+            store,
+            threads: args.threads,
+            device: &args.device,
+            seed: args.seed,
+            games: args.games,
+        });
+    }
+    let (Some(config_path), Some(games), Some(out_dir)) = (&args.config, args.games, &args.out)
+    else {
+        anyhow::bail!("--config, --games and --out are needed without --store");
+    };
+    let mut config = ConfigFile::load(config_path)?;
     if let Some(t) = args.threads {
         config.selfplay.threads = t;
     }
@@ -124,43 +144,42 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let device = crate::net::device(&args.device)?;
     let mut evaluator =
         crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device).context("--net")?;
-    fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create output directory {}", args.out.display()))?;
-    let pgn_path = args.out.join("games.pgn");
+    fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create output directory {}", out_dir.display()))?;
+    let pgn_path = out_dir.join("games.pgn");
     let pgn = OpenOptions::new()
         .create(true)
         .append(true)
         .open(&pgn_path)
         .with_context(|| format!("cannot open {}", pgn_path.display()))?;
     let mut out = Output {
-        dir: args.out.clone(),
+        dir: out_dir.clone(),
         shard: Shard::new(config.selfplay.rules),
         games_in_shard: 0,
         games_per_shard: config.selfplay.games_per_shard,
-        next_index: next_shard_index(&args.out)?,
+        next_index: next_shard_index(out_dir)?,
         pgn: BufWriter::new(pgn),
         shards_written: 0,
     };
 
-    let bar = ProgressBar::new(args.games);
+    let bar = ProgressBar::new(games);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} games  {msg}")
             .context("progress bar template")?
             .progress_chars("=> "),
     );
     bar.enable_steady_tick(Duration::from_millis(500));
-    let stats =
-        play_games(&config.search, &config.selfplay, args.games, &mut evaluator, |event| {
-            match event {
-                SelfPlayEvent::GameFinished(record, stats) => {
-                    out.add(record).map_err(|e| format!("{e:#}"))?;
-                    bar.set_position(stats.games_finished);
-                    bar.set_message(progress_message(stats));
-                }
-                SelfPlayEvent::Progress(stats) => bar.set_message(progress_message(stats)),
+    let stats = play_games(&config.search, &config.selfplay, games, &mut evaluator, |event| {
+        match event {
+            SelfPlayEvent::GameFinished(record, stats) => {
+                out.add(record).map_err(|e| format!("{e:#}"))?;
+                bar.set_position(stats.games_finished);
+                bar.set_message(progress_message(stats));
             }
-            Ok(())
-        })?;
+            SelfPlayEvent::Progress(stats) => bar.set_message(progress_message(stats)),
+        }
+        Ok(())
+    })?;
     out.flush_shard()?;
     out.pgn.flush().context("writing games.pgn")?;
     out.pgn.get_ref().sync_all().context("syncing games.pgn")?;
@@ -198,6 +217,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             100.0 * rate
         );
     }
-    errln!("wrote {} shard(s) and games.pgn to {}", out.shards_written, args.out.display());
+    errln!("wrote {} shard(s) and games.pgn to {}", out.shards_written, out_dir.display());
     Ok(ExitCode::SUCCESS)
 }

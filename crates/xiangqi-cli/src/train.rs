@@ -17,6 +17,10 @@
 //! | `games.pgn` | sample self-play games of each iteration |
 //! | `lock` | held (advisory lock) while an `xqz train` runs here: a second one is refused |
 //!
+//! With `--store URL` the run is distributed: `xqz selfplay --store URL` workers play the games
+//! and this trainer gathers them from the store, trains, and publishes each new net there
+//! (`xiangqi_nn::distributed`; `loop.local_selfplay_threads` lets it play some itself).
+//!
 //! TensorBoard scalars: per optimizer step `loss/*`, `policy/entropy`, `value/accuracy`,
 //! `train/learning_rate`, `train/grad_norm`; per iteration (x = iteration) `selfplay/*` (games/s,
 //! simulations/s, evaluations/s, batch fill, mean game length, share of each ending,
@@ -67,6 +71,11 @@ pub struct Args {
     /// The network's device: cpu, wgpu, wgpu:N or cuda:N (overrides `loop.device`).
     #[arg(long)]
     device: Option<String>,
+    /// Distributed self-play: the store where `xqz selfplay --store` workers send their games
+    /// and this trainer publishes its nets: a directory (also on a shared mount) or
+    /// s3://bucket/prefix (credentials and endpoint from the AWS_* variables).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
 }
 
 /// Runs the command.
@@ -115,6 +124,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
         }
     }
+    // The store opens before anything is written, so that a bad location leaves nothing.
+    let store = args.store.as_deref().map(crate::store::open).transpose()?;
     let paths = RunPaths::under(&run_dir);
     let mut training = if args.resume {
         TrainingRun::resume_on(config.run_config(), paths.clone(), device)?
@@ -155,6 +166,21 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     write_atomically(&run_dir.join("config.toml"), config.to_toml()?.as_bytes())?;
+    if let Some(store) = store {
+        let location = store.location().to_string();
+        training.attach_store(store)?;
+        // The workers' config: written after the store is claimed (a second trainer is refused
+        // before it can overwrite the owner's).
+        training
+            .store()
+            .expect("attached")
+            .put(xiangqi_nn::distributed::RUN_CONFIG_KEY, config.to_toml()?.into_bytes())
+            .context("publishing the run's config")?;
+        errln!(
+            "store {location}: generation {} published; start workers with: xqz selfplay --store {location}",
+            training.iteration()
+        );
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -362,7 +388,8 @@ loss,policy_loss,value_loss,weight_decay_loss,policy_entropy,value_accuracy,lear
 grad_norm,window_samples,false_resign_rate,end_checkmate,end_no_legal_moves,end_perpetual_check,\
 end_perpetual_chase,end_repetition,end_no_capture_limit,end_move_limit,end_insufficient_material,\
 end_resignation,end_length_cap,resign_threshold,heldout_samples,heldout_policy_loss,\
-heldout_value_loss,heldout_result_loss,heldout_material_loss";
+heldout_value_loss,heldout_result_loss,heldout_material_loss,store_shards,store_workers,store_mb,\
+stale_shards,bad_shards,data_age_mean,data_age_max,ingest_s";
 
 const ARENA_HEADER: &str =
     "iteration,elapsed_s,opponent,games,wins,draws,losses,score,elo,elo_low,elo_high";
@@ -681,6 +708,28 @@ impl Observer for CliObserver {
             )),
             None => row.push_str(",,,,,"),
         }
+        match &r.ingest {
+            Some(g) => {
+                row.push_str(&format!(
+                    ",{},{},{:.3},{},{},{:.2},{},{:.2}",
+                    g.shards,
+                    g.workers,
+                    g.bytes as f64 / 1e6,
+                    g.stale_shards,
+                    g.bad_shards,
+                    g.age_mean,
+                    g.age_max,
+                    g.seconds
+                ));
+                self.scalar("store/shards", g.shards as f64, it);
+                self.scalar("store/workers", g.workers as f64, it);
+                self.scalar("store/megabytes", g.bytes as f64 / 1e6, it);
+                self.scalar("store/stale_shards", g.stale_shards as f64, it);
+                self.scalar("store/data_age_mean", g.age_mean, it);
+                self.scalar("store/data_age_max", g.age_max as f64, it);
+            }
+            None => row.push_str(",,,,,,,,"),
+        }
         // Written through to the file before the iteration's checkpoint (a kill after this line
         // and before the checkpoint replays the iteration, and the resume drops this row).
         let _ = writeln!(self.metrics, "{row}");
@@ -768,7 +817,7 @@ mod tests {
             METRICS_HEADER.split(',').filter_map(|c| c.strip_prefix("end_")).collect();
         let names: Vec<&str> = OutcomeReason::ALL.iter().map(|r| r.name()).collect();
         assert_eq!(ends, names);
-        assert_eq!(METRICS_HEADER.split(',').count(), 38);
+        assert_eq!(METRICS_HEADER.split(',').count(), 46);
     }
 
     #[test]

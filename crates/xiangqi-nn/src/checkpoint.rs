@@ -388,6 +388,25 @@ pub fn save_net(net: &Net, dir: &Path) -> Result<(), CheckpointError> {
     write_atomically(dir, Manifest::new(net.config()), &[(MODEL_FILE, &model)])
 }
 
+/// The files of a weights-only checkpoint of `net`, as `(name, bytes)`: [`MODEL_FILE`] and the
+/// [`MANIFEST`] that records its size and checksum. Written into one directory they are what
+/// [`save_net`] writes (a distributed run publishes them to its store this way).
+///
+/// # Errors
+/// [`CheckpointError::Serialize`].
+pub fn weights_only_files(net: &Net) -> Result<Vec<(&'static str, Vec<u8>)>, CheckpointError> {
+    let model = model_bytes(net)?.to_vec();
+    let mut manifest = Manifest::new(net.config());
+    manifest.files.push(FileEntry {
+        name: MODEL_FILE.to_string(),
+        size: model.len() as u64,
+        checksum: fnv1a64(&model),
+    });
+    let text = toml::to_string(&manifest)
+        .map_err(|e| CheckpointError::Serialize { what: "the manifest", reason: e.to_string() })?;
+    Ok(vec![(MODEL_FILE, model), (MANIFEST, text.into_bytes())])
+}
+
 /// Saves everything a run needs to resume: weights, optimizer state, both configurations, the
 /// step and sample counters, the RNG state, and the caller's `counters`; atomically.
 ///

@@ -47,6 +47,7 @@
 pub mod checkpoint;
 pub mod config;
 pub mod device;
+pub mod distributed;
 pub mod error;
 pub mod export;
 pub mod infer;

@@ -47,11 +47,15 @@ use xiangqi_search::arena::{
 use xiangqi_search::{
     GameRecord, ResignCalibration, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats,
     Shard, UNKNOWN_MATERIAL, UniformEvaluator, game_rng, list_shards, play_games, read_shard,
-    write_shard,
+    read_shard_from, write_shard, write_shard_to,
 };
+use xiangqi_store::Store;
 
 use crate::checkpoint::{self, CheckpointError};
 use crate::config::{ConfigError, NetConfig, TrainConfig};
+use crate::distributed::{
+    self, DistributedError, LOCAL_SELFPLAY_WORKER, Published, ShardCursor, pending_shards,
+};
 use crate::infer::NnEvaluator;
 use crate::train::{StepMetrics, TrainBatch, Trainer};
 use crate::{Device, InferenceNet, cpu_device};
@@ -129,6 +133,21 @@ pub struct LoopConfig {
     /// ([`crate::device`]). The caller turns it into a device (`xqz train --device` wins over
     /// it); the loop runs on the device it is given.
     pub device: String,
+    /// Distributed runs (`xqz train --store`): threads of the trainer's own self-play, which
+    /// then plays `games_per_iteration` games each iteration beside the workers; 0 = none (the
+    /// workers play every game). Without a store the trainer plays every game with
+    /// `selfplay.threads` and this key is not used.
+    pub local_selfplay_threads: u32,
+    /// Distributed runs: shards played by a net more than this many generations older than the
+    /// trainer's are discarded unread (counted in `metrics.csv`); 0 = no bound.
+    pub max_generation_lag: u64,
+    /// Distributed runs: seconds between looks at the store, by the trainer waiting for games
+    /// and by the workers for a newer net.
+    pub store_poll_seconds: f64,
+    /// Distributed runs: keep the workers' shards in the store after the trainer has consumed
+    /// them (its run directory keeps its own copy either way); `false` deletes them once the
+    /// checkpoint that consumed them is written.
+    pub store_keep_shards: bool,
 }
 
 impl Default for LoopConfig {
@@ -157,6 +176,10 @@ impl Default for LoopConfig {
             max_hours: 0.0,
             seed: 1,
             device: "cpu".to_string(),
+            local_selfplay_threads: 0,
+            max_generation_lag: 0,
+            store_poll_seconds: 5.0,
+            store_keep_shards: false,
         }
     }
 }
@@ -239,6 +262,14 @@ impl LoopConfig {
         }
         if !(self.max_hours.is_finite() && self.max_hours >= 0.0) {
             return bad("loop.max_hours", "must be a number >= 0 (0 = no limit)");
+        }
+        if self.local_selfplay_threads > 1024 {
+            return bad("loop.local_selfplay_threads", "must be at most 1024 (0 = none)");
+        }
+        if !(self.store_poll_seconds.is_finite()
+            && (0.05..=3600.0).contains(&self.store_poll_seconds))
+        {
+            return bad("loop.store_poll_seconds", "must be between 0.05 and 3600 seconds");
         }
         if let Err(e) = self.device.parse::<crate::device::DeviceSpec>() {
             return Err(ConfigError { key: "loop.device", reason: e.to_string() });
@@ -335,6 +366,9 @@ pub enum PipelineError {
     /// An arena match could not be played.
     #[error("arena: {0}")]
     Arena(String),
+    /// The store of a distributed run failed or was refused.
+    #[error(transparent)]
+    Store(#[from] crate::distributed::DistributedError),
     /// A new run was asked for in a directory that already holds one.
     #[error("'{}' already holds a run (checkpoints found): pass --resume to continue it, or choose another run directory", .0.display())]
     RunExists(PathBuf),
@@ -393,6 +427,30 @@ pub struct IterationReport {
     pub elapsed: Duration,
     /// The new shard's losses before it was trained on (`None` when not measured).
     pub heldout: Option<HeldOutLosses>,
+    /// What the iteration took from the store (`None` without a store).
+    pub ingest: Option<IngestReport>,
+}
+
+/// What one iteration of a distributed run took from its store.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IngestReport {
+    /// Shards consumed (trained on), from how many workers.
+    pub shards: u64,
+    /// Distinct workers among them.
+    pub workers: u64,
+    /// Bytes downloaded (consumed and discarded shards).
+    pub bytes: u64,
+    /// Shards discarded as too old (`loop.max_generation_lag`).
+    pub stale_shards: u64,
+    /// Shards discarded as unreadable or of other rules (each named in a warning).
+    pub bad_shards: u64,
+    /// Generations between the net that played a consumed game and the trainer's (the age of
+    /// the data): mean and maximum over the consumed games.
+    pub age_mean: f64,
+    /// See `age_mean`.
+    pub age_max: u64,
+    /// Seconds spent waiting for and reading shards.
+    pub seconds: f64,
 }
 
 /// The losses of a new shard's samples under the network that is about to train on them (so
@@ -739,6 +797,82 @@ fn read_resign_pending(paths: &RunPaths, iteration: u64) -> Option<ResignCalibra
     Some(counts)
 }
 
+/// The cursor of the store after the shards merged into iteration `iteration`'s shard.
+fn consumed_path(paths: &RunPaths, iteration: u64) -> PathBuf {
+    paths.shards.join(format!("store-consumed-{iteration:06}.txt"))
+}
+
+/// Saves the cursor after iteration `iteration`'s shards, atomically.
+fn write_consumed(
+    paths: &RunPaths,
+    iteration: u64,
+    cursor: &ShardCursor,
+) -> Result<(), PipelineError> {
+    use std::io::Write as _;
+    let path = consumed_path(paths, iteration);
+    let tmp = path.with_extension("txt.tmp");
+    let io = |source| PipelineError::Io { what: "writing", path: path.clone(), source };
+    let mut f = fs::File::create(&tmp).map_err(io)?;
+    f.write_all(cursor.to_text().as_bytes()).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    fs::rename(&tmp, &path).map_err(io)
+}
+
+/// The cursor saved beside iteration `iteration`'s shard, if it was gathered from a store.
+///
+/// # Errors
+/// A cursor file that cannot be read or parsed: the shards it stands for cannot be told apart
+/// from unconsumed ones, so the run stops instead of training on them twice.
+fn read_consumed(paths: &RunPaths, iteration: u64) -> Result<Option<ShardCursor>, PipelineError> {
+    let path = consumed_path(paths, iteration);
+    match fs::read_to_string(&path) {
+        Ok(text) => ShardCursor::from_text(&text).map(Some).ok_or_else(|| PipelineError::Shard {
+            path: path.clone(),
+            reason: "the record of the store's shards in this iteration's shard is damaged; \
+                     delete it and the iteration's shard to gather them again"
+                .into(),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(PipelineError::Io { what: "reading", path, source }),
+    }
+}
+
+/// The self-play report of games gathered from a store, counted from their samples.
+fn gathered_report(shard: &Shard) -> SelfPlayReport {
+    let mut stats = SelfPlayStats::default();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut plies = 0u64;
+    for i in 0..shard.len() {
+        if !seen.insert((shard.worker[i], shard.game_id[i])) {
+            continue;
+        }
+        stats.games_finished += 1;
+        plies += u64::from(shard.game_plies[i]);
+        if let Some(reason) = OutcomeReason::ALL.get(usize::from(shard.ending[i])) {
+            stats.reasons[reason.index()] += 1;
+        }
+        // The result for Red from the result for the side to move.
+        let red = if shard.turn[i] == 0 { shard.result[i] } else { -shard.result[i] };
+        let k = match red {
+            1 => 0,
+            0 => 1,
+            _ => 2,
+        };
+        stats.results[k] += 1;
+    }
+    stats.games_started = stats.games_finished;
+    stats.moves = plies;
+    stats.full_searches = shard.full_search.iter().map(|&f| u64::from(f)).sum();
+    SelfPlayReport {
+        games: stats.games_finished,
+        samples: shard.len(),
+        plies,
+        stats,
+        elapsed: Duration::ZERO,
+        resign_threshold: None,
+    }
+}
+
 fn shard_path(paths: &RunPaths, iteration: u64) -> PathBuf {
     paths.shards.join(format!("shard-{iteration:06}.npz"))
 }
@@ -896,6 +1030,10 @@ pub struct TrainingRun {
     resign: ResignCalibration,
     /// The resignation threshold of the next self-play (when self-tuning).
     resign_threshold: f32,
+    /// Distributed self-play: the store (`None`: local only).
+    store: Option<Store>,
+    /// The store's shards consumed up to the last completed iteration (saved in checkpoints).
+    cursor: ShardCursor,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -974,6 +1112,8 @@ impl TrainingRun {
             run_id: Some(new_run_id()),
             resign: ResignCalibration::new(RESIGN_CALIBRATION_CAPACITY),
             resign_threshold: -1.0,
+            store: None,
+            cursor: ShardCursor::default(),
         };
         run.save_checkpoint()?;
         Ok(run)
@@ -1039,6 +1179,8 @@ impl TrainingRun {
                         run_id: manifest.counters.get(COUNTER_RUN_ID).copied(),
                         resign: ResignCalibration::new(RESIGN_CALIBRATION_CAPACITY),
                         resign_threshold: -1.0,
+                        store: None,
+                        cursor: ShardCursor::from_counters(&manifest.counters),
                     };
                     run.restore_resign_calibration(&manifest.counters);
                     run.rebuild_window()?;
@@ -1182,11 +1324,14 @@ impl TrainingRun {
         let path = shard_path(&self.paths, iteration);
         // The shard of this iteration may exist from before a stop: use it as it is.
         let tuning = self.config.run.resign_target_false_positive > 0.0;
+        // The store's shards it consumes, when they come from a store: the cursor after them,
+        // which the iteration's checkpoint records.
+        let mut consumed = None;
+        let mut ingest = None;
         let (shard, selfplay, resign_counts) = match read_shard(&path) {
             Ok(shard) => {
-                let games = shard.game_id.iter().collect::<std::collections::BTreeSet<_>>().len();
                 let report = SelfPlayReport {
-                    games: games as u64,
+                    games: shard.games().len() as u64,
                     samples: shard.len(),
                     ..Default::default()
                 };
@@ -1195,8 +1340,18 @@ impl TrainingRun {
                 let counts = (tuning && self.steps_in_iteration == 0)
                     .then(|| read_resign_pending(&self.paths, iteration))
                     .flatten();
+                // A shard gathered from a store has its cursor beside it, written first.
+                consumed = read_consumed(&self.paths, iteration)?;
                 (shard, report, counts)
             }
+            Err(_) if self.store.is_some() => match self.gather(iteration, observer)? {
+                Some((shard, report, report_ingest, cursor)) => {
+                    consumed = Some(cursor);
+                    ingest = Some(report_ingest);
+                    (shard, report, None)
+                }
+                None => return Ok(None),
+            },
             Err(_) => match self.self_play(iteration, observer)? {
                 Some((shard, report, counts)) => (shard, report, Some(counts)),
                 None => return Ok(None),
@@ -1268,6 +1423,9 @@ impl TrainingRun {
         let train_secs = train_start.elapsed().as_secs_f64();
         self.iteration = iteration;
         self.steps_in_iteration = 0;
+        if let Some(cursor) = consumed {
+            self.cursor = cursor;
+        }
         let report = IterationReport {
             iteration,
             mean: mean(&sums, taken),
@@ -1283,6 +1441,7 @@ impl TrainingRun {
             elapsed: self.elapsed(),
             selfplay,
             heldout,
+            ingest,
         };
         // The report first, then the checkpoint: a kill between the two leaves a report of an
         // iteration that a resume plays again, which the observer drops on resume (see
@@ -1290,7 +1449,208 @@ impl TrainingRun {
         observer.iteration(&report);
         self.save_checkpoint()?;
         self.prune_checkpoints()?;
+        if self.store.is_some() {
+            self.publish()?;
+            self.tidy_store(iteration)?;
+        }
         Ok(Some(report))
+    }
+
+    /// Connects the run to the store of a distributed run: claims the store (one trainer per
+    /// store), and publishes the current network if the store lacks it. From then on every
+    /// iteration gathers the workers' shards from the store (and plays
+    /// `loop.local_selfplay_threads` games of its own, if set) and publishes each new network.
+    ///
+    /// # Errors
+    /// [`PipelineError::Store`]: a store of another run, a new run on a store that holds nets,
+    /// store errors; [`PipelineError::Config`] for settings a distributed run does not support.
+    pub fn attach_store(&mut self, store: Store) -> Result<(), PipelineError> {
+        if self.config.run.resign_target_false_positive > 0.0 {
+            return Err(ConfigError {
+                key: "loop.resign_target_false_positive",
+                reason: "self-tuning resignation is not supported with a store (the workers do \
+                         not report their resignation counts); set it to 0 and use a fixed \
+                         selfplay.resign_threshold"
+                    .into(),
+            }
+            .into());
+        }
+        let run_id = self.run_id.unwrap_or_default();
+        let fresh = self.iteration == 0 && self.steps_in_iteration == 0;
+        let published = distributed::latest_generation(&store)?;
+        distributed::claim(&store, run_id, fresh && published.is_none())?;
+        self.store = Some(store);
+        if published.is_none_or(|g| g < self.iteration) {
+            self.publish()?;
+        }
+        Ok(())
+    }
+
+    /// The store of a distributed run, if attached.
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_ref()
+    }
+
+    /// Publishes the current network as generation [`TrainingRun::iteration`].
+    fn publish(&mut self) -> Result<(), PipelineError> {
+        let Some(store) = &self.store else { return Ok(()) };
+        let outcome = distributed::publish_net(store, self.iteration, self.trainer.net())?;
+        if outcome == Published::Kept {
+            self.pending_warnings.push(format!(
+                "generation {} was already published by an earlier run of this trainer with \
+                 other weights (resumed from an older checkpoint); the store keeps that net",
+                self.iteration
+            ));
+        }
+        Ok(())
+    }
+
+    /// After the checkpoint of `iteration`: deletes the consumed shards from the store (unless
+    /// `loop.store_keep_shards`) and the cursor files of earlier iterations.
+    fn tidy_store(&self, iteration: u64) -> Result<(), PipelineError> {
+        if let Some(store) = &self.store
+            && !self.config.run.store_keep_shards
+        {
+            distributed::delete_consumed(store, &self.cursor).map_err(DistributedError::from)?;
+        }
+        for n in iteration.saturating_sub(8)..iteration {
+            let _ = fs::remove_file(consumed_path(&self.paths, n));
+        }
+        Ok(())
+    }
+
+    /// Gathers the iteration's games from the store: plays the trainer's own share first (if
+    /// `loop.local_selfplay_threads` > 0) and uploads it, then reads the shards after the
+    /// cursor until `games_per_iteration` games (or a window's worth of samples) are in hand,
+    /// waiting for the workers as needed. Writes the cursor after them and then the merged
+    /// shard into the run directory. `None` if interrupted.
+    #[allow(clippy::type_complexity)]
+    fn gather(
+        &mut self,
+        iteration: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<(Shard, SelfPlayReport, IngestReport, ShardCursor)>, PipelineError> {
+        let threads = self.config.run.local_selfplay_threads;
+        let mut local = None;
+        if threads > 0 {
+            let key = distributed::shard_key(LOCAL_SELFPLAY_WORKER, iteration);
+            let store = self.store.as_ref().expect("gather runs with a store");
+            if store.list(&key).map_err(DistributedError::from)?.is_empty() {
+                match self.play_iteration_games(iteration, observer, Some(threads))? {
+                    None => return Ok(None),
+                    Some((shard, report, _, pgn)) => {
+                        let bytes = write_shard_to(io::Cursor::new(Vec::new()), &shard)
+                            .map_err(|e| PipelineError::Shard {
+                                path: PathBuf::from(&key),
+                                reason: shard_reason(&e),
+                            })?
+                            .into_inner();
+                        let store = self.store.as_ref().expect("gather runs with a store");
+                        store.put_new(&key, bytes).map_err(DistributedError::from)?;
+                        append(&self.paths.games_pgn, &pgn)?;
+                        local = Some(report);
+                    }
+                }
+            }
+        }
+        let started = Instant::now();
+        let store = self.store.as_ref().expect("gather runs with a store");
+        let r = &self.config.run;
+        let mut cursor = self.cursor.clone();
+        let mut merged = Shard::new(self.config.selfplay.rules);
+        let mut ingest = IngestReport::default();
+        let mut workers = std::collections::BTreeSet::new();
+        let mut ages: Vec<u64> = Vec::new();
+        let mut warnings = Vec::new();
+        let poll = Duration::from_secs_f64(r.store_poll_seconds);
+        let current = self.iteration;
+        'gather: loop {
+            for p in pending_shards(store, &cursor).map_err(DistributedError::from)? {
+                if merged.len() >= r.window_samples {
+                    break 'gather;
+                }
+                let Some(bytes) = store.get(&p.key).map_err(DistributedError::from)? else {
+                    continue;
+                };
+                ingest.bytes += bytes.len() as u64;
+                cursor.consume(p.worker, p.seq);
+                let shard = match read_shard_from(io::Cursor::new(&bytes)) {
+                    Ok(s) if s.rules == merged.rules => s,
+                    Ok(s) => {
+                        ingest.bad_shards += 1;
+                        warnings.push(format!(
+                            "{}: games under the {:?} rules, this run plays {:?}; passed over",
+                            p.key, s.rules, merged.rules
+                        ));
+                        continue;
+                    }
+                    Err(e) => {
+                        ingest.bad_shards += 1;
+                        warnings.push(format!("{}: unreadable ({e}); passed over", p.key));
+                        continue;
+                    }
+                };
+                let generation = shard
+                    .generation
+                    .iter()
+                    .copied()
+                    .filter(|&g| g != xiangqi_search::UNKNOWN_GENERATION)
+                    .min()
+                    .map(u64::from);
+                let age = generation.map_or(0, |g| current.saturating_sub(g));
+                if r.max_generation_lag > 0 && age > r.max_generation_lag {
+                    ingest.stale_shards += 1;
+                    continue;
+                }
+                let games = shard.games();
+                ages.extend(std::iter::repeat_n(age, games.len()));
+                workers.insert(p.worker);
+                ingest.shards += 1;
+                merged.append(&shard).map_err(|e| PipelineError::Shard {
+                    path: PathBuf::from(&p.key),
+                    reason: e.to_string(),
+                })?;
+            }
+            if ages.len() as u64 >= r.games_per_iteration {
+                break;
+            }
+            let deadline = Instant::now() + poll;
+            while Instant::now() < deadline {
+                if observer.should_stop() {
+                    self.pending_warnings.extend(warnings);
+                    return Ok(None);
+                }
+                std::thread::sleep(Duration::from_millis(50).min(poll));
+            }
+        }
+        self.pending_warnings.extend(warnings);
+        ingest.workers = workers.len() as u64;
+        ingest.age_max = ages.iter().copied().max().unwrap_or(0);
+        ingest.age_mean =
+            if ages.is_empty() { 0.0 } else { ages.iter().sum::<u64>() as f64 / ages.len() as f64 };
+        ingest.seconds = started.elapsed().as_secs_f64();
+        // The cursor first, then the shard: a resume that finds the shard finds its cursor.
+        write_consumed(&self.paths, iteration, &cursor)?;
+        let path = shard_path(&self.paths, iteration);
+        write_shard(&path, &merged)
+            .map_err(|e| PipelineError::Shard { path: path.clone(), reason: shard_reason(&e) })?;
+        let mut report = gathered_report(&merged);
+        report.elapsed = started.elapsed();
+        if let Some(l) = local {
+            // The speed counters are the trainer's own self-play's.
+            let s = &mut report.stats;
+            (s.simulations, s.evaluations, s.batches, s.max_batch, s.eval_time) = (
+                l.stats.simulations,
+                l.stats.evaluations,
+                l.stats.batches,
+                l.stats.max_batch,
+                l.stats.eval_time,
+            );
+            s.elapsed = l.stats.elapsed;
+            report.elapsed += l.elapsed;
+            report.resign_threshold = l.resign_threshold;
+        }
+        Ok(Some((merged, report, ingest, cursor)))
     }
 
     /// Plays the iteration's games with the current network and writes its shard; `None` if
@@ -1300,10 +1660,40 @@ impl TrainingRun {
         iteration: u64,
         observer: &mut dyn Observer,
     ) -> Result<Option<(Shard, SelfPlayReport, ResignCalibration)>, PipelineError> {
+        let Some((shard, report, calibration, pgn)) =
+            self.play_iteration_games(iteration, observer, None)?
+        else {
+            return Ok(None);
+        };
+        let path = shard_path(&self.paths, iteration);
+        if self.config.run.resign_target_false_positive > 0.0 {
+            // Before the shard: a resume that finds the shard finds its counts too.
+            write_resign_pending(&self.paths, iteration, &calibration)?;
+        }
+        write_shard(&path, &shard)
+            .map_err(|e| PipelineError::Shard { path: path.clone(), reason: shard_reason(&e) })?;
+        append(&self.paths.games_pgn, &pgn)?;
+        Ok(Some((shard, report, calibration)))
+    }
+
+    /// Plays the iteration's games with the current network (on `threads` threads, if given,
+    /// else `selfplay.threads`); `None` if interrupted. Returns the shard, the report, the
+    /// games' resignation counts and the PGN of the first games.
+    #[allow(clippy::type_complexity)]
+    fn play_iteration_games(
+        &mut self,
+        iteration: u64,
+        observer: &mut dyn Observer,
+        threads: Option<u32>,
+    ) -> Result<Option<(Shard, SelfPlayReport, ResignCalibration, Vec<u8>)>, PipelineError> {
         let net = self.trainer.inference_net(&self.device)?;
         let mut evaluator = NnEvaluator::new(net);
         let mut selfplay = self.config.selfplay.clone();
         selfplay.seed = derive_seed(self.config.run.seed, 1, iteration);
+        if let Some(t) = threads {
+            selfplay.threads = t;
+        }
+        let generation = u32::try_from(self.iteration).unwrap_or(u32::MAX - 1);
         let tuning = self.config.run.resign_target_false_positive > 0.0;
         selfplay.resign_threshold = self.resign_threshold();
         let threshold = selfplay.resign_threshold;
@@ -1323,7 +1713,7 @@ impl TrainingRun {
             |event| {
                 match event {
                     SelfPlayEvent::GameFinished(record, stats) => {
-                        shard.push_game(record);
+                        shard.push_game(record, generation);
                         if tuning {
                             calibration.add_game(record, threshold);
                         }
@@ -1344,14 +1734,6 @@ impl TrainingRun {
             Err(_) if observer.should_stop() => return Ok(None),
             Err(e) => return Err(PipelineError::SelfPlay(e.to_string())),
         };
-        let path = shard_path(&self.paths, iteration);
-        if tuning {
-            // Before the shard: a resume that finds the shard finds its counts too.
-            write_resign_pending(&self.paths, iteration, &calibration)?;
-        }
-        write_shard(&path, &shard)
-            .map_err(|e| PipelineError::Shard { path: path.clone(), reason: shard_reason(&e) })?;
-        append(&self.paths.games_pgn, &pgn)?;
         let report = SelfPlayReport {
             games,
             samples: shard.len(),
@@ -1360,7 +1742,7 @@ impl TrainingRun {
             elapsed: started.elapsed(),
             resign_threshold: Some(threshold),
         };
-        Ok(Some((shard, report, calibration)))
+        Ok(Some((shard, report, calibration, pgn)))
     }
 
     /// Rebuilds the replay window from the shards on disk (after a resume). A shard that cannot
@@ -1427,6 +1809,7 @@ impl TrainingRun {
         if let Some(id) = self.run_id {
             c.insert(COUNTER_RUN_ID.to_string(), id);
         }
+        self.cursor.to_counters(&mut c);
         if self.config.run.resign_target_false_positive > 0.0 {
             let micro = ((f64::from(self.resign_threshold) + 1.0) * 1e6).round() as u64;
             c.insert(COUNTER_RESIGN_THRESHOLD.to_string(), micro);

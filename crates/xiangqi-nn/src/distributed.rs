@@ -1,0 +1,431 @@
+//! Distributed self-play: the layout of a run's store and the hand-off between the trainer and
+//! any number of self-play workers ([`xiangqi_store`]: a directory, a shared mount or an
+//! S3-compatible bucket).
+//!
+//! ```text
+//! <store>/
+//!   trainer                         the owning run's id (written once, create-only)
+//!   run.toml                        the run's resolved config (the trainer writes it)
+//!   models/<generation:012>/        a weights-only checkpoint (manifest.toml, model.bpk),
+//!                                   written once, create-only; generation = the trainer's
+//!                                   completed iterations (0 = the initial net)
+//!   models/latest                   "<generation>\n": the newest net (only the trainer writes it)
+//!   shards/<worker:016x>/<seq:012>.npz   replay shards (format 3), create-only, never rewritten
+//! ```
+//!
+//! # The hand-off, and what it guarantees
+//! * A worker takes a random 64-bit id when it starts, so shard keys are unique by
+//!   construction; each shard is one create-only put, so a worker killed mid-upload leaves
+//!   nothing visible, and no shard is ever overwritten.
+//! * The trainer keeps, per worker, the next sequence number it has not consumed
+//!   ([`ShardCursor`]). The cursor is saved in the counters of the same atomic checkpoint as the
+//!   network and optimizer, so a trainer killed at any moment resumes at its last checkpoint and
+//!   reads exactly the shards after it: each shard is trained on in exactly one iteration.
+//! * A net is published after the checkpoint that holds it: its files with create-only puts,
+//!   then `models/latest` with a plain overwrite (atomic on every backend). Workers poll
+//!   `latest` with a conditional GET and switch nets between shards.
+//!
+//! The notes behind this design (what each backend guarantees, measured) are in the README's
+//! "Scaling out" section.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use xiangqi_store::{Created, Fetched, Store, StoreError};
+
+use crate::checkpoint::{self, CheckpointError};
+use crate::model::Net;
+
+/// The key of the owning run's id.
+pub const TRAINER_KEY: &str = "trainer";
+/// The key of the run's resolved config.
+pub const RUN_CONFIG_KEY: &str = "run.toml";
+/// The key of the newest generation's number.
+pub const LATEST_KEY: &str = "models/latest";
+/// The directory of the shards.
+pub const SHARDS_DIR: &str = "shards";
+
+/// The worker id of the trainer's own self-play in a distributed run (workers never take it).
+pub const LOCAL_SELFPLAY_WORKER: u64 = xiangqi_search::LOCAL_WORKER;
+
+/// The directory of a generation's net.
+pub fn model_dir_key(generation: u64) -> String {
+    format!("models/{generation:012}")
+}
+
+/// The directory of a worker's shards.
+pub fn worker_dir_key(worker: u64) -> String {
+    format!("{SHARDS_DIR}/{worker:016x}")
+}
+
+/// The key of a worker's shard `seq`.
+pub fn shard_key(worker: u64, seq: u64) -> String {
+    format!("{SHARDS_DIR}/{worker:016x}/{seq:012}.npz")
+}
+
+/// The worker and sequence number of a shard key ([`shard_key`]'s inverse).
+pub fn parse_shard_key(key: &str) -> Option<(u64, u64)> {
+    let rest = key.strip_prefix(SHARDS_DIR)?.strip_prefix('/')?;
+    let (worker, file) = rest.split_once('/')?;
+    let seq = file.strip_suffix(".npz")?;
+    if worker.len() != 16 || seq.len() != 12 {
+        return None;
+    }
+    Some((u64::from_str_radix(worker, 16).ok()?, seq.parse().ok()?))
+}
+
+/// Why a store operation of the run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DistributedError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A net could not be written or read.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The store's contents break the layout or belong to another run.
+    #[error("store '{location}': {reason}")]
+    Layout {
+        /// The store.
+        location: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+fn layout(store: &Store, reason: impl Into<String>) -> DistributedError {
+    DistributedError::Layout { location: store.location().to_string(), reason: reason.into() }
+}
+
+/// Per worker, the first shard sequence number the trainer has not consumed. Saved in the
+/// checkpoint's counters as `store_next_<worker:016x>`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShardCursor {
+    next: BTreeMap<u64, u64>,
+}
+
+const CURSOR_PREFIX: &str = "store_next_";
+
+impl ShardCursor {
+    /// The cursor saved in checkpoint counters (absent entries: nothing consumed).
+    pub fn from_counters(counters: &BTreeMap<String, u64>) -> ShardCursor {
+        let next = counters
+            .iter()
+            .filter_map(|(k, &v)| {
+                let w = k.strip_prefix(CURSOR_PREFIX)?;
+                Some((u64::from_str_radix(w, 16).ok()?, v))
+            })
+            .collect();
+        ShardCursor { next }
+    }
+
+    /// Adds the cursor to checkpoint counters.
+    pub fn to_counters(&self, counters: &mut BTreeMap<String, u64>) {
+        for (w, n) in &self.next {
+            counters.insert(format!("{CURSOR_PREFIX}{w:016x}"), *n);
+        }
+    }
+
+    /// The first unconsumed sequence number of `worker`.
+    pub fn next(&self, worker: u64) -> u64 {
+        self.next.get(&worker).copied().unwrap_or(0)
+    }
+
+    /// Marks `worker`'s shards up to `seq` consumed.
+    pub fn consume(&mut self, worker: u64, seq: u64) {
+        let n = self.next.entry(worker).or_default();
+        *n = (*n).max(seq + 1);
+    }
+
+    /// Workers with at least one consumed shard.
+    pub fn workers(&self) -> usize {
+        self.next.len()
+    }
+
+    /// The cursor as text, one `<worker:016x> <next>` line per worker.
+    pub fn to_text(&self) -> String {
+        self.next.iter().map(|(w, n)| format!("{w:016x} {n}\n")).collect()
+    }
+
+    /// Parses [`ShardCursor::to_text`]; `None` if a line is malformed.
+    pub fn from_text(text: &str) -> Option<ShardCursor> {
+        let mut next = BTreeMap::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let (w, n) = line.split_once(' ')?;
+            next.insert(u64::from_str_radix(w, 16).ok()?, n.trim().parse().ok()?);
+        }
+        Some(ShardCursor { next })
+    }
+}
+
+/// A shard in the store not consumed yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingShard {
+    /// Its key.
+    pub key: String,
+    /// The worker that wrote it.
+    pub worker: u64,
+    /// Its sequence number.
+    pub seq: u64,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// The shards after `cursor`, worker by worker, each worker's in sequence order. Keys that do
+/// not follow the layout are passed over.
+///
+/// # Errors
+/// [`StoreError`] of the listings.
+pub fn pending_shards(
+    store: &Store,
+    cursor: &ShardCursor,
+) -> Result<Vec<PendingShard>, StoreError> {
+    let mut out = Vec::new();
+    for dir in store.list_dirs(SHARDS_DIR)? {
+        let Ok(worker) = u64::from_str_radix(&dir, 16) else { continue };
+        if dir.len() != 16 {
+            continue;
+        }
+        let next = cursor.next(worker);
+        let after = next.checked_sub(1).map(|last| shard_key(worker, last));
+        for e in store.list_after(&worker_dir_key(worker), after.as_deref())? {
+            if let Some((w, seq)) = parse_shard_key(&e.key)
+                && w == worker
+                && seq >= next
+            {
+                out.push(PendingShard { key: e.key, worker, seq, size: e.size });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Deletes the shards `cursor` has consumed (what a trainer no longer needs after its
+/// checkpoint). Shards after the cursor are never touched.
+///
+/// # Errors
+/// [`StoreError`] of the listings and deletions.
+pub fn delete_consumed(store: &Store, cursor: &ShardCursor) -> Result<u64, StoreError> {
+    let mut deleted = 0;
+    for dir in store.list_dirs(SHARDS_DIR)? {
+        let Ok(worker) = u64::from_str_radix(&dir, 16) else { continue };
+        let next = cursor.next(worker);
+        if dir.len() != 16 || next == 0 {
+            continue;
+        }
+        for e in store.list(&worker_dir_key(worker))? {
+            if let Some((w, seq)) = parse_shard_key(&e.key)
+                && w == worker
+                && seq < next
+            {
+                store.delete(&e.key)?;
+                deleted += 1;
+            }
+        }
+    }
+    Ok(deleted)
+}
+
+/// Claims the store for the run `run_id`: writes [`TRAINER_KEY`] if the store has no owner.
+/// A new run (`fresh`) needs a store without published nets.
+///
+/// # Errors
+/// [`DistributedError::Layout`] if another run owns the store, or a new run finds nets of an
+/// earlier one; store errors.
+pub fn claim(store: &Store, run_id: u64, fresh: bool) -> Result<(), DistributedError> {
+    if fresh && store.get(LATEST_KEY)?.is_some() {
+        return Err(layout(
+            store,
+            "it already holds the nets of a run: resume that run (--resume with its run \
+             directory), or give a new run an empty store",
+        ));
+    }
+    store.put_new(TRAINER_KEY, format!("{run_id}\n").into_bytes())?;
+    let owner = store.get(TRAINER_KEY)?.unwrap_or_default();
+    let owner = String::from_utf8_lossy(&owner).trim().to_string();
+    if owner != run_id.to_string() {
+        return Err(layout(
+            store,
+            format!(
+                "it belongs to another run (run id {owner}, this run's is {run_id}); one trainer \
+                 per store: give this run another store, or resume the run that owns it"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The newest published generation, if any.
+///
+/// # Errors
+/// Store errors; [`DistributedError::Layout`] for a malformed `latest`.
+pub fn latest_generation(store: &Store) -> Result<Option<u64>, DistributedError> {
+    match store.get(LATEST_KEY)? {
+        None => Ok(None),
+        Some(body) => parse_latest(&body).map(Some).ok_or_else(|| {
+            layout(store, format!("{LATEST_KEY} does not hold a generation number"))
+        }),
+    }
+}
+
+fn parse_latest(body: &[u8]) -> Option<u64> {
+    std::str::from_utf8(body).ok()?.trim().parse().ok()
+}
+
+/// What [`publish_net`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Published {
+    /// The net was written and `latest` names it.
+    New,
+    /// The generation was there already with the same files (a trainer resumed after
+    /// publishing it); `latest` names it.
+    Again,
+    /// The generation was there already with other weights (a trainer resumed from an older
+    /// checkpoint than its newest): the earlier net was kept; `latest` names it.
+    Kept,
+}
+
+/// Publishes `net` as `generation`: its files create-only, then `latest`.
+///
+/// # Errors
+/// Store and serialisation errors.
+pub fn publish_net(
+    store: &Store,
+    generation: u64,
+    net: &Net,
+) -> Result<Published, DistributedError> {
+    let dir = model_dir_key(generation);
+    let mut outcome = Published::New;
+    // The weights first and the manifest last: a reader that finds the manifest finds the
+    // weights it describes.
+    for (name, bytes) in checkpoint::weights_only_files(net)? {
+        let key = format!("{dir}/{name}");
+        if store.put_new(&key, bytes.clone())? == Created::AlreadyExists {
+            let same = store.get(&key)?.is_some_and(|b| b == bytes);
+            outcome = match (outcome, same) {
+                (Published::Kept, _) | (_, false) => Published::Kept,
+                _ => Published::Again,
+            };
+        }
+    }
+    store.put(LATEST_KEY, format!("{generation}\n").into_bytes())?;
+    Ok(outcome)
+}
+
+/// Downloads the net of `generation` into the directory `into` (a weights-only checkpoint,
+/// checked as every checkpoint is when loaded).
+///
+/// # Errors
+/// Store errors; [`DistributedError::Layout`] if a file of the generation is missing.
+pub fn download_net(store: &Store, generation: u64, into: &Path) -> Result<(), DistributedError> {
+    let dir = model_dir_key(generation);
+    std::fs::create_dir_all(into)
+        .map_err(|source| CheckpointError::Io { path: into.to_path_buf(), source })?;
+    for name in [checkpoint::MODEL_FILE, checkpoint::MANIFEST] {
+        let key = format!("{dir}/{name}");
+        let bytes = store.get(&key)?.ok_or_else(|| layout(store, format!("{key} is missing")))?;
+        let path = into.join(name);
+        std::fs::write(&path, bytes).map_err(|source| CheckpointError::Io { path, source })?;
+    }
+    Ok(())
+}
+
+/// Watches `models/latest` with conditional GETs.
+#[derive(Clone, Debug, Default)]
+pub struct LatestWatch {
+    e_tag: Option<String>,
+    generation: Option<u64>,
+}
+
+impl LatestWatch {
+    /// The newest generation if it changed since the last call (the first call reports any).
+    ///
+    /// # Errors
+    /// Store errors; [`DistributedError::Layout`] for a malformed `latest`.
+    pub fn poll(&mut self, store: &Store) -> Result<Option<u64>, DistributedError> {
+        match store.get_if_changed(LATEST_KEY, self.e_tag.as_deref())? {
+            Fetched::Missing | Fetched::NotModified => Ok(None),
+            Fetched::Changed { bytes, e_tag } => {
+                let generation = parse_latest(&bytes).ok_or_else(|| {
+                    layout(store, format!("{LATEST_KEY} does not hold a generation number"))
+                })?;
+                self.e_tag = e_tag;
+                if self.generation == Some(generation) {
+                    return Ok(None);
+                }
+                self.generation = Some(generation);
+                Ok(Some(generation))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_keys_round_trip_and_sort_by_sequence() {
+        let k = shard_key(0xdead_beef, 42);
+        assert_eq!(k, "shards/00000000deadbeef/000000000042.npz");
+        assert_eq!(parse_shard_key(&k), Some((0xdead_beef, 42)));
+        assert!(shard_key(1, 9) < shard_key(1, 10));
+        for bad in ["shards/x/000000000001.npz", "shards/00000000deadbeef/1.npz", "models/latest"] {
+            assert_eq!(parse_shard_key(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_cursor_survives_counters_and_text() {
+        let mut c = ShardCursor::default();
+        c.consume(7, 0);
+        c.consume(7, 3);
+        c.consume(7, 1);
+        c.consume(u64::MAX, 5);
+        assert_eq!((c.next(7), c.next(u64::MAX), c.next(1)), (4, 6, 0));
+        let mut counters = BTreeMap::new();
+        counters.insert("iteration".to_string(), 3);
+        c.to_counters(&mut counters);
+        assert_eq!(ShardCursor::from_counters(&counters), c);
+        assert_eq!(ShardCursor::from_text(&c.to_text()), Some(c));
+        assert_eq!(ShardCursor::from_text("zz 1\n"), None);
+    }
+
+    #[test]
+    fn pending_shards_are_those_after_the_cursor() {
+        let dir = std::env::temp_dir().join(format!("xqz-pending-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
+        for (w, seq) in [(1, 0), (1, 1), (1, 2), (2, 0), (2, 5)] {
+            store.put_new(&shard_key(w, seq), vec![0; 3]).unwrap();
+        }
+        store.put_new("shards/not-a-worker/000000000001.npz", vec![]).unwrap();
+        store.put_new(&format!("{}/stray.txt", worker_dir_key(1)), vec![]).unwrap();
+        let mut cursor = ShardCursor::default();
+        let all = pending_shards(&store, &cursor).unwrap();
+        let keys: Vec<(u64, u64)> = all.iter().map(|p| (p.worker, p.seq)).collect();
+        assert_eq!(keys, [(1, 0), (1, 1), (1, 2), (2, 0), (2, 5)]);
+        cursor.consume(1, 1);
+        cursor.consume(2, 5);
+        let rest: Vec<(u64, u64)> =
+            pending_shards(&store, &cursor).unwrap().iter().map(|p| (p.worker, p.seq)).collect();
+        assert_eq!(rest, [(1, 2)]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_store_has_one_owner() {
+        let dir = std::env::temp_dir().join(format!("xqz-claim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
+        claim(&store, 11, true).unwrap();
+        claim(&store, 11, false).unwrap();
+        let e = claim(&store, 12, false).unwrap_err().to_string();
+        assert!(e.contains("another run") && e.contains("11"), "{e}");
+        store.put(LATEST_KEY, b"0\n".to_vec()).unwrap();
+        let e = claim(&store, 11, true).unwrap_err().to_string();
+        assert!(e.contains("already holds the nets"), "{e}");
+        assert_eq!(latest_generation(&store).unwrap(), Some(0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,268 @@
+//! Distributed self-play through the real binary: `xqz train --store` and several
+//! `xqz selfplay --store` workers meeting in a store, on a directory (always) and on a real S3
+//! server (a Ceph RADOS Gateway on loopback, when `XQZ_S3_BUCKET` and the `AWS_*` variables
+//! name one; `.ci/run` starts it and sets `XQZ_REQUIRE_S3`, which makes its absence a failure).
+//!
+//! What is checked, counting games in and out:
+//! * every game the trainer trained on came from a worker's shard that the trainer's
+//!   checkpoint records as consumed, and each such game was trained on exactly once (across a
+//!   trainer killed with `kill -9` and resumed);
+//! * workers switch to newer nets (their shards carry several generations);
+//! * a worker killed with `kill -9` (at random moments, uploads included) leaves no partial
+//!   shard: every shard in the store reads whole;
+//! * the workers' seeds differ (no two workers play the same game).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use xiangqi_search::{Shard, read_shard, read_shard_from};
+use xiangqi_store::Store;
+
+fn xqz() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xqz"))
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xqz-dist-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A small config: `configs/tiny.toml` with iterations of 8 games, workers' shards of 4 games,
+/// fast polling, the store's shards kept (to count them), no arena.
+fn config(dir: &Path) -> PathBuf {
+    let tiny =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml"))
+            .unwrap();
+    let text = tiny
+        .replace("games_per_shard = 32", "games_per_shard = 4")
+        .replace("games_per_iteration = 4", "games_per_iteration = 8")
+        .replace("arena_every = 2", "arena_every = 0")
+        .replace(
+            "max_steps = 600 ",
+            "store_poll_seconds = 0.2\nstore_keep_shards = true\nmax_steps = 0 ",
+        );
+    assert!(text.contains("store_poll_seconds"), "configs/tiny.toml changed: adapt this test");
+    fs::create_dir_all(dir).unwrap();
+    let path = dir.join("dist.toml");
+    fs::write(&path, text).unwrap();
+    path
+}
+
+fn worker(store: &str, log: &Path) -> Child {
+    xqz()
+        .args(["selfplay", "--threads", "1", "--store", store])
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(log).unwrap())
+        .spawn()
+        .expect("xqz runs")
+}
+
+fn trainer(config: &Path, run: &Path, store: &str, iterations: u64, resume: bool) -> Child {
+    let mut cmd = xqz();
+    cmd.args(["train", "--quiet", "--threads", "1", "--config"])
+        .arg(config)
+        .arg("--run-dir")
+        .arg(run)
+        .args(["--store", store, "--iterations", &iterations.to_string()]);
+    if resume {
+        cmd.arg("--resume");
+    }
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("xqz runs")
+}
+
+fn wait(child: &mut Child, limit: Duration, what: &str) -> String {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            assert!(status.success(), "{what} failed ({status}):\n{err}");
+            return err;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{what} did not finish within {limit:?}");
+        }
+        sleep(Duration::from_millis(100));
+    }
+}
+
+fn kill9(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The shards in the store: `(worker, seq) -> shard`, every one read whole.
+fn store_shards(store: &Store) -> BTreeMap<(u64, u64), Shard> {
+    let mut out = BTreeMap::new();
+    for e in store.list("shards").unwrap() {
+        let (w, seq) = xiangqi_nn::distributed::parse_shard_key(&e.key)
+            .unwrap_or_else(|| panic!("{}: not a shard key", e.key));
+        let bytes = store.get(&e.key).unwrap().unwrap();
+        let shard = read_shard_from(std::io::Cursor::new(bytes))
+            .unwrap_or_else(|err| panic!("{}: a partial or damaged shard: {err}", e.key));
+        out.insert((w, seq), shard);
+    }
+    out
+}
+
+/// The cursor of the run's newest checkpoint.
+fn consumed_cursor(run: &Path) -> xiangqi_nn::distributed::ShardCursor {
+    let scan = xiangqi_nn::pipeline::list_checkpoints(&run.join("checkpoints")).unwrap();
+    let (_, newest) = scan.last().expect("a checkpoint");
+    let manifest = xiangqi_nn::checkpoint::read_manifest(newest, None).unwrap();
+    xiangqi_nn::distributed::ShardCursor::from_counters(&manifest.counters)
+}
+
+/// Every game of the run directory's shards (what the trainer trained on), with its count.
+fn trained_games(run: &Path) -> BTreeMap<(u64, u64), usize> {
+    let mut games = BTreeMap::new();
+    for path in xiangqi_search::list_shards(&run.join("shards")).unwrap() {
+        let shard = read_shard(&path).unwrap();
+        for g in shard.games() {
+            *games.entry(g).or_default() += 1;
+        }
+    }
+    games
+}
+
+fn exercise(store_url: &str, store: &Store, name: &str) {
+    let dir = temp(name);
+    let config = config(&dir);
+    let run = dir.join("run");
+    let logs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("worker-{i}.log"))).collect();
+
+    // The trainer first (it publishes generation 0), two workers, and a third that is killed
+    // and restarted at random moments.
+    let mut t = trainer(&config, &run, store_url, 3, false);
+    let mut w0 = worker(store_url, &logs[0]);
+    let mut w1 = worker(store_url, &logs[1]);
+    let mut w2 = worker(store_url, &logs[2]);
+    let mut kills = 0;
+    let start = Instant::now();
+    while t.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(240) {
+        sleep(Duration::from_millis(700 + 300 * (kills % 3)));
+        kill9(&mut w2);
+        kills += 1;
+        w2 = worker(store_url, &logs[2]);
+    }
+    let first = wait(&mut t, Duration::from_secs(5), "the trainer");
+    assert!(first.contains("store ") && first.contains("xqz selfplay --store"), "{first}");
+
+    // Kill the trainer with kill -9 in its next iterations, then resume it to the end.
+    let mut t = trainer(&config, &run, store_url, 2, true);
+    sleep(Duration::from_millis(2500));
+    kill9(&mut t);
+    let mut t = trainer(&config, &run, store_url, 2, true);
+    let resumed = wait(&mut t, Duration::from_secs(240), "the resumed trainer");
+    assert!(resumed.contains("done:"), "{resumed}");
+    for w in [&mut w0, &mut w1, &mut w2] {
+        kill9(w);
+    }
+
+    // Counting games in and out.
+    let shards = store_shards(store);
+    let cursor = consumed_cursor(&run);
+    let trained = trained_games(&run);
+    let twice: Vec<_> = trained.iter().filter(|&(_, &n)| n > 1).collect();
+    assert!(twice.is_empty(), "games trained on in more than one iteration: {twice:?}");
+    let mut consumed = BTreeSet::new();
+    for (&(w, seq), shard) in &shards {
+        if seq < cursor.next(w) {
+            consumed.extend(shard.games());
+        }
+    }
+    let trained: BTreeSet<(u64, u64)> = trained.into_keys().collect();
+    assert_eq!(
+        trained, consumed,
+        "the games trained on must be exactly those of the shards the checkpoint consumed"
+    );
+    assert!(trained.len() >= 5 * 8, "5 iterations of at least 8 games: {} games", trained.len());
+    // Several workers, several generations, no two workers with the same games.
+    let workers: BTreeSet<u64> = shards.keys().map(|&(w, _)| w).collect();
+    assert!(workers.len() >= 3, "workers: {workers:?}");
+    let generations: BTreeSet<u32> =
+        shards.values().flat_map(|s| s.generation.iter().copied()).collect();
+    assert!(generations.len() >= 2, "the workers never took a newer net: {generations:?}");
+    let mut openings: BTreeMap<Vec<[u8; 90]>, u64> = BTreeMap::new();
+    for shard in shards.values() {
+        // The first 6 positions of each game (random opening plies) identify it.
+        let mut by_game: BTreeMap<(u64, u64), Vec<[u8; 90]>> = BTreeMap::new();
+        for i in 0..shard.len() {
+            let g = by_game.entry((shard.worker[i], shard.game_id[i])).or_default();
+            if g.len() < 6 {
+                g.push(shard.boards[i]);
+            }
+        }
+        for (game, boards) in by_game {
+            if let Some(other) = openings.insert(boards, game.0)
+                && other != game.0
+            {
+                panic!("workers {other:016x} and {:016x} played the same game", game.0);
+            }
+        }
+    }
+    eprintln!(
+        "{name}: {} games trained on, {} shards from {} workers in the store, generations \
+         {generations:?}, worker kills {kills}",
+        trained.len(),
+        shards.len(),
+        workers.len()
+    );
+    let log0 = fs::read_to_string(&logs[0]).unwrap();
+    assert!(log0.contains("playing with generation"), "{log0}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn workers_and_a_trainer_meet_in_a_directory_store() {
+    let dir = temp("dirstore");
+    let store_dir = dir.join("store");
+    let url = store_dir.to_str().unwrap().to_string();
+    let store = Store::open(&url, &[]).unwrap();
+    exercise(&url, &store, "dir");
+    // No staging file of a killed upload is left under a shard's name.
+    for e in walk(&store_dir) {
+        let name = e.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.ends_with(".npz") || !name.contains(".npz"), "{}", e.display());
+    }
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+#[test]
+fn workers_and_a_trainer_meet_in_an_s3_store() {
+    let Ok(bucket) = std::env::var("XQZ_S3_BUCKET") else {
+        assert!(
+            std::env::var_os("XQZ_REQUIRE_S3").is_none(),
+            "XQZ_REQUIRE_S3 is set but XQZ_S3_BUCKET is not: start the server (.ci/rgw start DIR)"
+        );
+        eprintln!("skipped: no S3 server (set XQZ_S3_BUCKET and AWS_*; see .ci/rgw)");
+        return;
+    };
+    let url = format!("s3://{bucket}/dist-{}", std::process::id());
+    let options: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("AWS_"))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect();
+    let store = Store::open(&url, &options).unwrap();
+    let start = Instant::now();
+    exercise(&url, &store, "s3");
+    eprintln!("the S3 run took {:.1} s", start.elapsed().as_secs_f64());
+}
