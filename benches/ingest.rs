@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde::Deserialize;
-use xiangqi_nn::distributed::{ShardCursor, pending_shards, shard_key};
+use xiangqi_nn::distributed::{FETCH_CONCURRENCY, ShardCursor, pending_shards, shard_key};
 use xiangqi_search::{
     SearchConfig, SelfPlayConfig, SelfPlayEvent, Shard, UniformEvaluator, play_games,
     read_shard_from, write_shard_to,
@@ -56,12 +56,17 @@ fn shards() -> Vec<Vec<u8>> {
     out
 }
 
-/// Everything after an empty cursor, read and parsed: the samples.
+/// Everything after an empty cursor, read (as the trainer does, `FETCH_CONCURRENCY` at a time)
+/// and parsed: the samples.
 fn ingest(store: &Store) -> usize {
+    let keys: Vec<String> = pending_shards(store, &ShardCursor::default())
+        .unwrap()
+        .into_iter()
+        .map(|p| p.key)
+        .collect();
     let mut samples = 0;
-    for p in pending_shards(store, &ShardCursor::default()).unwrap() {
-        let bytes = store.get(&p.key).unwrap().unwrap();
-        samples += read_shard_from(Cursor::new(bytes)).unwrap().len();
+    for bytes in store.get_many(&keys, FETCH_CONCURRENCY).unwrap() {
+        samples += read_shard_from(Cursor::new(bytes.unwrap())).unwrap().len();
     }
     samples
 }

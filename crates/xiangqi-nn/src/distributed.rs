@@ -48,6 +48,9 @@ pub const SHARDS_DIR: &str = "shards";
 /// The worker id of the trainer's own self-play in a distributed run (workers never take it).
 pub const LOCAL_SELFPLAY_WORKER: u64 = xiangqi_search::LOCAL_WORKER;
 
+/// Shards the trainer downloads at once (requests in flight).
+pub const FETCH_CONCURRENCY: usize = 16;
+
 /// The directory of a generation's net.
 pub fn model_dir_key(generation: u64) -> String {
     format!("models/{generation:012}")

@@ -1034,6 +1034,8 @@ pub struct TrainingRun {
     store: Option<Store>,
     /// The store's shards consumed up to the last completed iteration (saved in checkpoints).
     cursor: ShardCursor,
+    /// Whether the user was told that the trainer waits for workers.
+    told_waiting: bool,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -1114,6 +1116,7 @@ impl TrainingRun {
             resign_threshold: -1.0,
             store: None,
             cursor: ShardCursor::default(),
+            told_waiting: false,
         };
         run.save_checkpoint()?;
         Ok(run)
@@ -1181,6 +1184,7 @@ impl TrainingRun {
                         resign_threshold: -1.0,
                         store: None,
                         cursor: ShardCursor::from_counters(&manifest.counters),
+                        told_waiting: false,
                     };
                     run.restore_resign_calibration(&manifest.counters);
                     run.rebuild_window()?;
@@ -1565,54 +1569,72 @@ impl TrainingRun {
         let poll = Duration::from_secs_f64(r.store_poll_seconds);
         let current = self.iteration;
         'gather: loop {
-            for p in pending_shards(store, &cursor).map_err(DistributedError::from)? {
-                if merged.len() >= r.window_samples {
-                    break 'gather;
-                }
-                let Some(bytes) = store.get(&p.key).map_err(DistributedError::from)? else {
-                    continue;
-                };
-                ingest.bytes += bytes.len() as u64;
-                cursor.consume(p.worker, p.seq);
-                let shard = match read_shard_from(io::Cursor::new(&bytes)) {
-                    Ok(s) if s.rules == merged.rules => s,
-                    Ok(s) => {
-                        ingest.bad_shards += 1;
-                        warnings.push(format!(
-                            "{}: games under the {:?} rules, this run plays {:?}; passed over",
-                            p.key, s.rules, merged.rules
-                        ));
+            let pending = pending_shards(store, &cursor).map_err(DistributedError::from)?;
+            for chunk in pending.chunks(distributed::FETCH_CONCURRENCY) {
+                let keys: Vec<String> = chunk.iter().map(|p| p.key.clone()).collect();
+                let fetched = store
+                    .get_many(&keys, distributed::FETCH_CONCURRENCY)
+                    .map_err(DistributedError::from)?;
+                for (p, bytes) in chunk.iter().zip(fetched) {
+                    if merged.len() >= r.window_samples {
+                        break 'gather;
+                    }
+                    let Some(bytes) = bytes else {
+                        continue;
+                    };
+                    ingest.bytes += bytes.len() as u64;
+                    cursor.consume(p.worker, p.seq);
+                    let shard = match read_shard_from(io::Cursor::new(&bytes)) {
+                        Ok(s) if s.rules == merged.rules => s,
+                        Ok(s) => {
+                            ingest.bad_shards += 1;
+                            warnings.push(format!(
+                                "{}: games under the {:?} rules, this run plays {:?}; passed over",
+                                p.key, s.rules, merged.rules
+                            ));
+                            continue;
+                        }
+                        Err(e) => {
+                            ingest.bad_shards += 1;
+                            warnings.push(format!("{}: unreadable ({e}); passed over", p.key));
+                            continue;
+                        }
+                    };
+                    let generation = shard
+                        .generation
+                        .iter()
+                        .copied()
+                        .filter(|&g| g != xiangqi_search::UNKNOWN_GENERATION)
+                        .min()
+                        .map(u64::from);
+                    let age = generation.map_or(0, |g| current.saturating_sub(g));
+                    if r.max_generation_lag > 0 && age > r.max_generation_lag {
+                        ingest.stale_shards += 1;
                         continue;
                     }
-                    Err(e) => {
-                        ingest.bad_shards += 1;
-                        warnings.push(format!("{}: unreadable ({e}); passed over", p.key));
-                        continue;
-                    }
-                };
-                let generation = shard
-                    .generation
-                    .iter()
-                    .copied()
-                    .filter(|&g| g != xiangqi_search::UNKNOWN_GENERATION)
-                    .min()
-                    .map(u64::from);
-                let age = generation.map_or(0, |g| current.saturating_sub(g));
-                if r.max_generation_lag > 0 && age > r.max_generation_lag {
-                    ingest.stale_shards += 1;
-                    continue;
+                    let games = shard.games();
+                    ages.extend(std::iter::repeat_n(age, games.len()));
+                    workers.insert(p.worker);
+                    ingest.shards += 1;
+                    merged.append(&shard).map_err(|e| PipelineError::Shard {
+                        path: PathBuf::from(&p.key),
+                        reason: e.to_string(),
+                    })?;
                 }
-                let games = shard.games();
-                ages.extend(std::iter::repeat_n(age, games.len()));
-                workers.insert(p.worker);
-                ingest.shards += 1;
-                merged.append(&shard).map_err(|e| PipelineError::Shard {
-                    path: PathBuf::from(&p.key),
-                    reason: e.to_string(),
-                })?;
             }
             if ages.len() as u64 >= r.games_per_iteration {
                 break;
+            }
+            if !self.told_waiting {
+                self.told_waiting = true;
+                observer.warning(&format!(
+                    "waiting for self-play workers: {} of {} games of iteration {iteration} in the \
+                     store so far; start workers with `xqz selfplay --store {}` (or set \
+                     loop.local_selfplay_threads to play here too)",
+                    ages.len(),
+                    r.games_per_iteration,
+                    store.location()
+                ));
             }
             let deadline = Instant::now() + poll;
             while Instant::now() < deadline {

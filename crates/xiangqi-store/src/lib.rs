@@ -252,6 +252,36 @@ impl Store {
         }
     }
 
+    /// The bodies of `keys` (`None` for a missing object), fetched with up to `concurrency`
+    /// requests in flight: a server's per-request latency (about 44 ms per small GET on Ceph
+    /// RGW) is paid once per batch, not once per object.
+    ///
+    /// # Errors
+    /// [`StoreError::Operation`] of the first request that fails.
+    pub fn get_many(
+        &self,
+        keys: &[String],
+        concurrency: usize,
+    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        use futures_util::StreamExt;
+        self.runtime.block_on(
+            futures_util::stream::iter(keys.iter().map(|k| self.fetch(k)))
+                .buffered(concurrency.max(1))
+                .try_collect::<Vec<_>>(),
+        )
+    }
+
+    async fn fetch(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.inner.get(&self.path(key)).await {
+            Ok(result) => match result.bytes().await {
+                Ok(b) => Ok(Some(b.to_vec())),
+                Err(e) => Err(self.err("get", key, e)),
+            },
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.err("get", key, e)),
+        }
+    }
+
     /// The body of `key` unless its entity tag is still `e_tag` (a conditional GET: an
     /// unchanged object sends no body).
     ///

@@ -39,6 +39,10 @@ fn check_contract(store: &Store) {
         other => panic!("a changed object came back as {other:?}"),
     }
     assert_eq!(store.get_if_changed("nothing", None).unwrap(), Fetched::Missing);
+    // Many at once, in the order asked, a missing one as None.
+    let keys: Vec<String> = ["latest", "a/one", "a/missing"].map(String::from).to_vec();
+    let many = store.get_many(&keys, 2).unwrap();
+    assert_eq!(many, [Some(b"333".to_vec()), Some(b"first".to_vec()), None]);
     // Listings in key order, after a key, and one level of directories.
     for w in ["w2", "w1"] {
         for s in [3, 1, 2] {
