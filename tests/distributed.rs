@@ -266,3 +266,82 @@ fn workers_and_a_trainer_meet_in_an_s3_store() {
     exercise(&url, &store, "s3");
     eprintln!("the S3 run took {:.1} s", start.elapsed().as_secs_f64());
 }
+
+#[test]
+fn a_store_has_one_trainer_and_a_waiting_trainer_resumes() {
+    let dir = temp("owner");
+    let config = config(&dir);
+    let store = dir.join("store");
+    let store = store.to_str().unwrap();
+    // A trainer with no workers publishes generation 0 and waits; Ctrl-C stops it cleanly.
+    let run_a = dir.join("a");
+    let mut a = trainer(&config, &run_a, store, 1, false);
+    let start = Instant::now();
+    while !Path::new(store).join("models/latest").exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "generation 0 was not published");
+        sleep(Duration::from_millis(100));
+    }
+    sleep(Duration::from_millis(500));
+    let pid = a.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let waited = wait(&mut a, Duration::from_secs(30), "the interrupted trainer");
+    assert!(waited.contains("waiting for self-play workers"), "{waited}");
+    // A new run on that store is refused before it writes anything.
+    let run_b = dir.join("b");
+    let out = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&run_b)
+        .args(["--store", store, "--iterations", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("already holds the nets"), "{err}");
+    assert!(!run_b.join("checkpoints").exists(), "the refused run wrote {}", run_b.display());
+    // Another run, resumed onto the store, is refused: the store has one owner.
+    let run_c = dir.join("c");
+    let made = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--iterations", "1", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&run_c)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let mut c = trainer(&config, &run_c, store, 1, true);
+    let refused = c.wait_with_output_err();
+    assert!(refused.contains("belongs to another run"), "{refused}");
+    // The owner resumes before its first iteration was done, and plays it with its own
+    // self-play (the config may change on resume).
+    let local = dir.join("local.toml");
+    let text = fs::read_to_string(&config).unwrap();
+    fs::write(
+        &local,
+        text.replace("store_poll_seconds", "local_selfplay_threads = 1\nstore_poll_seconds"),
+    )
+    .unwrap();
+    let mut a = trainer(&local, &run_a, store, 1, true);
+    let resumed = wait(&mut a, Duration::from_secs(120), "the owner, resumed");
+    assert!(resumed.contains("done: 1 iterations"), "{resumed}");
+    assert_eq!(fs::read_to_string(Path::new(store).join("models/latest")).unwrap().trim(), "1");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+trait WaitErr {
+    /// Waits for a failing process and returns its standard error.
+    fn wait_with_output_err(&mut self) -> String;
+}
+
+impl WaitErr for Child {
+    fn wait_with_output_err(&mut self) -> String {
+        let status = self.wait().unwrap();
+        let mut err = String::new();
+        if let Some(mut e) = self.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        assert!(!status.success(), "expected a failure:\n{err}");
+        err
+    }
+}

@@ -18,5 +18,24 @@ fn s3_options() -> Vec<(String, String)> {
 /// # Errors
 /// A location this build cannot open, with the reason.
 pub fn open(location: &str) -> anyhow::Result<Store> {
+    if location.starts_with("s3://") {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        if var("AWS_ENDPOINT").is_some_and(|e| e.starts_with("http://"))
+            && !var("AWS_ALLOW_HTTP").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
+            anyhow::bail!(
+                "--store {location}: AWS_ENDPOINT is a plain http:// address; set \
+                 AWS_ALLOW_HTTP=true to allow unencrypted HTTP (a server on loopback or a \
+                 trusted network), or use https://"
+            );
+        }
+        if var("AWS_ACCESS_KEY_ID").is_none() {
+            errln!(
+                "warning: --store {location}: AWS_ACCESS_KEY_ID is not set; the S3 client will \
+                 look for credentials elsewhere (web identity, the instance metadata service) \
+                 and fail with their error if there are none"
+            );
+        }
+    }
     Store::open(location, &s3_options()).with_context(|| format!("--store {location}"))
 }

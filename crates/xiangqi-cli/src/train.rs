@@ -101,6 +101,26 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // Nothing is created before the directory is known to be the right kind: a run to resume,
     // or a new or empty directory for a new run (a user's own files are never overwritten).
     check_run_dir(&run_dir, args.resume)?;
+    // The store opens before anything is written, so that a bad location leaves nothing; a new
+    // run needs a store without another run's nets.
+    if args.store.is_some() && config.run.resign_target_false_positive > 0.0 {
+        anyhow::bail!(
+            "loop.resign_target_false_positive: self-tuning resignation is not supported with \
+             --store (the workers do not report their resignation counts); set it to 0 and use \
+             a fixed selfplay.resign_threshold"
+        );
+    }
+    let store = args.store.as_deref().map(crate::store::open).transpose()?;
+    if let Some(store) = &store
+        && !args.resume
+        && let Some(g) = xiangqi_nn::distributed::latest_generation(store)?
+    {
+        anyhow::bail!(
+            "--store {}: it already holds the nets of a run (generation {g}): resume that run \
+             (--resume with its run directory), or give a new run an empty store",
+            store.location()
+        );
+    }
     fs::create_dir_all(&run_dir)
         .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
     // One trainer per run directory: an advisory lock on `RUN/lock`, held until this process
@@ -124,8 +144,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
         }
     }
-    // The store opens before anything is written, so that a bad location leaves nothing.
-    let store = args.store.as_deref().map(crate::store::open).transpose()?;
     let paths = RunPaths::under(&run_dir);
     let mut training = if args.resume {
         TrainingRun::resume_on(config.run_config(), paths.clone(), device)?

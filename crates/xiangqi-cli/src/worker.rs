@@ -126,24 +126,47 @@ fn work(
     let mut watch = LatestWatch::default();
     let mut loaded: Option<Loaded> = None;
     let mut told_waiting = false;
+    let mut failed: Option<u64> = None;
     let mut seq = 0u64;
     let mut next_game = 0u64;
     let mut uploaded = 0u64;
     let started = Instant::now();
     while !stop.load(Ordering::SeqCst) && args.games.is_none_or(|g| uploaded < g) {
-        // A newer net, between shards.
-        if let Some(generation) = watch.poll(store)? {
-            match load_generation(store, generation, cache, device) {
+        // A newer net, between shards. A generation that cannot be used (damaged, or its config
+        // unreadable) is reported once and tried again after the next shard; the worker keeps
+        // playing with the net it has.
+        match watch.poll(store) {
+            Ok(Some(generation)) => match load_generation(store, generation, cache, device) {
                 Ok(l) => {
                     errln!("worker {id:016x}: playing with generation {generation}");
                     loaded = Some(l);
                 }
-                // The config may not be written yet right after the first publication.
-                Err(e) if loaded.is_none() => {
-                    errln!("worker {id:016x}: generation {generation} not ready ({e:#}); retrying");
+                Err(e) => {
+                    if failed != Some(generation) {
+                        errln!(
+                            "worker {id:016x}: generation {generation} cannot be used ({e:#}); {}",
+                            match &loaded {
+                                Some(l) => format!("keeping generation {}", l.generation),
+                                None => "waiting for a usable one".to_string(),
+                            }
+                        );
+                        failed = Some(generation);
+                    }
                     watch = LatestWatch::default();
+                    if loaded.is_none() && !sleep_unless_stopped(Duration::from_secs(2), stop) {
+                        break;
+                    }
                 }
-                Err(e) => return Err(e),
+            },
+            Ok(None) => {}
+            Err(e) => {
+                errln!("worker {id:016x}: cannot read the newest generation ({e:#}); retrying");
+                if !sleep_unless_stopped(Duration::from_secs(5), stop) {
+                    break;
+                }
+                if loaded.is_none() {
+                    continue;
+                }
             }
         }
         let Some(l) = loaded.as_mut() else {
@@ -190,10 +213,16 @@ fn work(
         let bytes =
             write_shard_to(std::io::Cursor::new(Vec::new()), &shard).context("shard")?.into_inner();
         let size = bytes.len();
-        // Never overwrite: a taken name (only if this id was used before) moves on.
-        while store.put_new(&distributed::shard_key(id, seq), bytes.clone())?
-            == Created::AlreadyExists
-        {
+        // Never overwrite. A name that exists holds these very bytes when an upload whose
+        // answer was lost was retried (the client retries failed requests): done. Anything else
+        // there (only if this id was used before) moves the shard to the next number.
+        loop {
+            let key = distributed::shard_key(id, seq);
+            if store.put_new(&key, bytes.clone())? == Created::New
+                || store.get(&key)?.is_some_and(|b| b == bytes)
+            {
+                break;
+            }
             seq += 1;
         }
         seq += 1;

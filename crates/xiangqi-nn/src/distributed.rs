@@ -6,9 +6,10 @@
 //! <store>/
 //!   trainer                         the owning run's id (written once, create-only)
 //!   run.toml                        the run's resolved config (the trainer writes it)
-//!   models/<generation:012>/        a weights-only checkpoint (manifest.toml, model.bpk),
-//!                                   written once, create-only; generation = the trainer's
-//!                                   completed iterations (0 = the initial net)
+//!   models/<generation:012>.net     a weights-only checkpoint (its manifest.toml and
+//!                                   model.bpk in one object, [`pack_net`]), written once,
+//!                                   create-only; generation = the trainer's completed
+//!                                   iterations (0 = the initial net)
 //!   models/latest                   "<generation>\n": the newest net (only the trainer writes it)
 //!   shards/<worker:016x>/<seq:012>.npz   replay shards (format 3), create-only, never rewritten
 //! ```
@@ -21,8 +22,9 @@
 //!   ([`ShardCursor`]). The cursor is saved in the counters of the same atomic checkpoint as the
 //!   network and optimizer, so a trainer killed at any moment resumes at its last checkpoint and
 //!   reads exactly the shards after it: each shard is trained on in exactly one iteration.
-//! * A net is published after the checkpoint that holds it: its files with create-only puts,
-//!   then `models/latest` with a plain overwrite (atomic on every backend). Workers poll
+//! * A net is published after the checkpoint that holds it: one create-only put of one object
+//!   (a trainer killed mid-publish leaves no half of a net), then `models/latest` with a plain
+//!   overwrite (atomic on every backend). Workers poll
 //!   `latest` with a conditional GET and switch nets between shards.
 //!
 //! The notes behind this design (what each backend guarantees, measured) are in the README's
@@ -51,9 +53,32 @@ pub const LOCAL_SELFPLAY_WORKER: u64 = xiangqi_search::LOCAL_WORKER;
 /// Shards the trainer downloads at once (requests in flight).
 pub const FETCH_CONCURRENCY: usize = 16;
 
-/// The directory of a generation's net.
-pub fn model_dir_key(generation: u64) -> String {
-    format!("models/{generation:012}")
+/// The key of a generation's net.
+pub fn model_key(generation: u64) -> String {
+    format!("models/{generation:012}.net")
+}
+
+/// The first bytes of a packed net.
+const NET_MAGIC: &[u8; 8] = b"xqz-net\n";
+
+/// Packs the files of a weights-only checkpoint into one object: `xqz-net\n`, the manifest's
+/// length (u64, little-endian), the manifest, then the weights. The manifest records the
+/// weights' size and checksum, so a damaged object is refused when loaded.
+pub fn pack_net(manifest: &[u8], model: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + manifest.len() + model.len());
+    out.extend_from_slice(NET_MAGIC);
+    out.extend_from_slice(&(manifest.len() as u64).to_le_bytes());
+    out.extend_from_slice(manifest);
+    out.extend_from_slice(model);
+    out
+}
+
+/// The manifest and the weights of a packed net; `None` if it is not one.
+pub fn unpack_net(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let rest = bytes.strip_prefix(NET_MAGIC.as_slice())?;
+    let (len, rest) = rest.split_first_chunk::<8>()?;
+    let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
+    (len <= rest.len()).then(|| rest.split_at(len))
 }
 
 /// The directory of a worker's shards.
@@ -280,15 +305,12 @@ fn parse_latest(body: &[u8]) -> Option<u64> {
 pub enum Published {
     /// The net was written and `latest` names it.
     New,
-    /// The generation was there already with the same files (a trainer resumed after
-    /// publishing it); `latest` names it.
-    Again,
-    /// The generation was there already with other weights (a trainer resumed from an older
-    /// checkpoint than its newest): the earlier net was kept; `latest` names it.
-    Kept,
+    /// The generation was there already (a trainer resumed after publishing it, or from an
+    /// older checkpoint than its newest): that net was kept, whole, and `latest` names it.
+    Existing,
 }
 
-/// Publishes `net` as `generation`: its files create-only, then `latest`.
+/// Publishes `net` as `generation`: one create-only put of the packed net, then `latest`.
 ///
 /// # Errors
 /// Store and serialisation errors.
@@ -297,36 +319,30 @@ pub fn publish_net(
     generation: u64,
     net: &Net,
 ) -> Result<Published, DistributedError> {
-    let dir = model_dir_key(generation);
-    let mut outcome = Published::New;
-    // The weights first and the manifest last: a reader that finds the manifest finds the
-    // weights it describes.
-    for (name, bytes) in checkpoint::weights_only_files(net)? {
-        let key = format!("{dir}/{name}");
-        if store.put_new(&key, bytes.clone())? == Created::AlreadyExists {
-            let same = store.get(&key)?.is_some_and(|b| b == bytes);
-            outcome = match (outcome, same) {
-                (Published::Kept, _) | (_, false) => Published::Kept,
-                _ => Published::Again,
-            };
-        }
-    }
+    let files = checkpoint::weights_only_files(net)?;
+    let file = |name: &str| files.iter().find(|(n, _)| *n == name).map(|(_, b)| b.as_slice());
+    let (Some(manifest), Some(model)) = (file(checkpoint::MANIFEST), file(checkpoint::MODEL_FILE))
+    else {
+        unreachable!("a weights-only checkpoint has a manifest and weights")
+    };
+    let created = store.put_new(&model_key(generation), pack_net(manifest, model))?;
     store.put(LATEST_KEY, format!("{generation}\n").into_bytes())?;
-    Ok(outcome)
+    Ok(if created == Created::New { Published::New } else { Published::Existing })
 }
 
-/// Downloads the net of `generation` into the directory `into` (a weights-only checkpoint,
-/// checked as every checkpoint is when loaded).
+/// Downloads the net of `generation` into the directory `into` as a weights-only checkpoint
+/// (checked as every checkpoint is when it is loaded).
 ///
 /// # Errors
-/// Store errors; [`DistributedError::Layout`] if a file of the generation is missing.
+/// Store errors; [`DistributedError::Layout`] if the generation is missing or not a packed net.
 pub fn download_net(store: &Store, generation: u64, into: &Path) -> Result<(), DistributedError> {
-    let dir = model_dir_key(generation);
+    let key = model_key(generation);
+    let bytes = store.get(&key)?.ok_or_else(|| layout(store, format!("{key} is missing")))?;
+    let (manifest, model) =
+        unpack_net(&bytes).ok_or_else(|| layout(store, format!("{key} is not a packed net")))?;
     std::fs::create_dir_all(into)
         .map_err(|source| CheckpointError::Io { path: into.to_path_buf(), source })?;
-    for name in [checkpoint::MODEL_FILE, checkpoint::MANIFEST] {
-        let key = format!("{dir}/{name}");
-        let bytes = store.get(&key)?.ok_or_else(|| layout(store, format!("{key} is missing")))?;
+    for (name, bytes) in [(checkpoint::MODEL_FILE, model), (checkpoint::MANIFEST, manifest)] {
         let path = into.join(name);
         std::fs::write(&path, bytes).map_err(|source| CheckpointError::Io { path, source })?;
     }
@@ -376,6 +392,15 @@ mod tests {
         for bad in ["shards/x/000000000001.npz", "shards/00000000deadbeef/1.npz", "models/latest"] {
             assert_eq!(parse_shard_key(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_packed_net_unpacks_and_a_damaged_one_is_refused() {
+        let packed = pack_net(b"manifest", b"weights!");
+        assert_eq!(unpack_net(&packed), Some((&b"manifest"[..], &b"weights!"[..])));
+        assert_eq!(unpack_net(&packed[..12]), None);
+        assert_eq!(unpack_net(&packed[..20]), None, "shorter than its manifest");
+        assert_eq!(unpack_net(b"not a net at all"), None);
     }
 
     #[test]

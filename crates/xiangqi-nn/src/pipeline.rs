@@ -27,6 +27,14 @@
 //! A kill at any moment loses at most the unfinished iteration phase: shards and checkpoints are
 //! written to a temporary name and renamed.
 //!
+//! # Distributed runs
+//! With a store attached ([`TrainingRun::attach_store`]) an iteration's games come from the
+//! store instead: the shards of any number of workers (and `loop.local_selfplay_threads` games
+//! of the trainer's own), gathered until `games_per_iteration` games are in hand and merged into
+//! the iteration's shard; the rest of the iteration is as above, and its net is then published
+//! to the store. Which store shards are consumed is recorded beside the merged shard (before
+//! it) and in the checkpoint, so that each is trained on exactly once ([`crate::distributed`]).
+//!
 //! Only paths given by the caller are written; the caller decides where they are.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -54,7 +62,7 @@ use xiangqi_store::Store;
 use crate::checkpoint::{self, CheckpointError};
 use crate::config::{ConfigError, NetConfig, TrainConfig};
 use crate::distributed::{
-    self, DistributedError, LOCAL_SELFPLAY_WORKER, Published, ShardCursor, pending_shards,
+    self, DistributedError, LOCAL_SELFPLAY_WORKER, ShardCursor, pending_shards,
 };
 use crate::infer::NnEvaluator;
 use crate::train::{StepMetrics, TrainBatch, Trainer};
@@ -139,10 +147,11 @@ pub struct LoopConfig {
     /// `selfplay.threads` and this key is not used.
     pub local_selfplay_threads: u32,
     /// Distributed runs: shards played by a net more than this many generations older than the
-    /// trainer's are discarded unread (counted in `metrics.csv`); 0 = no bound.
+    /// trainer's are discarded (consumed without training; counted in `metrics.csv`); 0 = no
+    /// bound.
     pub max_generation_lag: u64,
-    /// Distributed runs: seconds between looks at the store, by the trainer waiting for games
-    /// and by the workers for a newer net.
+    /// Distributed runs: seconds between the trainer's looks at the store while it waits for
+    /// the workers' games (workers look for a newer net after each shard they upload).
     pub store_poll_seconds: f64,
     /// Distributed runs: keep the workers' shards in the store after the trainer has consumed
     /// them (its run directory keeps its own copy either way); `false` deletes them once the
@@ -1480,9 +1489,11 @@ impl TrainingRun {
             .into());
         }
         let run_id = self.run_id.unwrap_or_default();
-        let fresh = self.iteration == 0 && self.steps_in_iteration == 0;
         let published = distributed::latest_generation(&store)?;
-        distributed::claim(&store, run_id, fresh && published.is_none())?;
+        // The owner's id decides (a run resumed before its first iteration finished has
+        // published generation 0 already); a new run on a store with nets of another run is
+        // refused by the id too, as that run owns the store.
+        distributed::claim(&store, run_id, false)?;
         self.store = Some(store);
         if published.is_none_or(|g| g < self.iteration) {
             self.publish()?;
@@ -1498,14 +1509,7 @@ impl TrainingRun {
     /// Publishes the current network as generation [`TrainingRun::iteration`].
     fn publish(&mut self) -> Result<(), PipelineError> {
         let Some(store) = &self.store else { return Ok(()) };
-        let outcome = distributed::publish_net(store, self.iteration, self.trainer.net())?;
-        if outcome == Published::Kept {
-            self.pending_warnings.push(format!(
-                "generation {} was already published by an earlier run of this trainer with \
-                 other weights (resumed from an older checkpoint); the store keeps that net",
-                self.iteration
-            ));
-        }
+        distributed::publish_net(store, self.iteration, self.trainer.net())?;
         Ok(())
     }
 
@@ -1539,7 +1543,8 @@ impl TrainingRun {
         if threads > 0 {
             let key = distributed::shard_key(LOCAL_SELFPLAY_WORKER, iteration);
             let store = self.store.as_ref().expect("gather runs with a store");
-            if store.list(&key).map_err(DistributedError::from)?.is_empty() {
+            // Already uploaded by this iteration's earlier attempt (a resume): not played again.
+            if !store.exists(&key).map_err(DistributedError::from)? {
                 match self.play_iteration_games(iteration, observer, Some(threads))? {
                     None => return Ok(None),
                     Some((shard, report, _, pgn)) => {
@@ -1600,6 +1605,15 @@ impl TrainingRun {
                             continue;
                         }
                     };
+                    if let Some(i) = shard.worker.iter().position(|&w| w != p.worker) {
+                        ingest.bad_shards += 1;
+                        warnings.push(format!(
+                            "{}: sample {i} was played by worker {:016x}, not by the worker \
+                             whose shard this is (a copied shard?); passed over",
+                            p.key, shard.worker[i]
+                        ));
+                        continue;
+                    }
                     let generation = shard
                         .generation
                         .iter()

@@ -252,6 +252,19 @@ impl Store {
         }
     }
 
+    /// Whether an object `key` exists.
+    ///
+    /// # Errors
+    /// [`StoreError::Operation`].
+    pub fn exists(&self, key: &str) -> Result<bool, StoreError> {
+        let path = self.path(key);
+        match self.runtime.block_on(self.inner.head(&path)) {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(self.err("head", key, e)),
+        }
+    }
+
     /// The bodies of `keys` (`None` for a missing object), fetched with up to `concurrency`
     /// requests in flight: a server's per-request latency (about 44 ms per small GET on Ceph
     /// RGW) is paid once per batch, not once per object.

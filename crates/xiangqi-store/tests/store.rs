@@ -22,6 +22,9 @@ fn check_contract(store: &Store) {
     assert_eq!(store.put_new("a/one", b"second".to_vec()).unwrap(), Created::AlreadyExists);
     assert_eq!(store.get("a/one").unwrap().as_deref(), Some(&b"first"[..]));
     assert_eq!(store.get("a/missing").unwrap(), None);
+    assert!(store.exists("a/one").unwrap());
+    assert!(!store.exists("a/missing").unwrap());
+    assert!(!store.exists("a").unwrap(), "a directory is not an object");
     // Overwrite.
     store.put("latest", b"1".to_vec()).unwrap();
     store.put("latest", b"22".to_vec()).unwrap();
