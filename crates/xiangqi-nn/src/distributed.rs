@@ -442,6 +442,40 @@ mod tests {
     }
 
     #[test]
+    fn a_generation_is_published_once_and_whole() {
+        let dir = std::env::temp_dir().join(format!("xqz-publish-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(dir.join("store").to_str().unwrap(), &[]).unwrap();
+        let config = crate::NetConfig { blocks: 1, filters: 8, ..crate::NetConfig::default() };
+        let device = crate::cpu_device();
+        let first = Net::new(&config, &device);
+        let second = Net::new(&config, &device);
+        assert_eq!(publish_net(&store, 3, &first).unwrap(), Published::New);
+        assert_eq!(latest_generation(&store).unwrap(), Some(3));
+        // Published again (a resumed trainer): the first net stays, whole and loadable.
+        assert_eq!(publish_net(&store, 3, &second).unwrap(), Published::Existing);
+        let into = dir.join("net");
+        download_net(&store, 3, &into).unwrap();
+        checkpoint::load_net(&into, Some(&config), &device).unwrap();
+        let published = std::fs::read(into.join(checkpoint::MODEL_FILE)).unwrap();
+        let files = checkpoint::weights_only_files(&first).unwrap();
+        let (_, first_model) = files.iter().find(|(n, _)| *n == checkpoint::MODEL_FILE).unwrap();
+        assert_eq!(published.len(), first_model.len());
+        // A damaged object is refused by the checksum of its manifest.
+        let mut bytes = store.get(&model_key(3)).unwrap().unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        store.put(&model_key(4), bytes).unwrap();
+        download_net(&store, 4, &dir.join("bad")).unwrap();
+        let e = checkpoint::load_net(&dir.join("bad"), None, &device).unwrap_err().to_string();
+        assert!(e.contains("corrupted"), "{e}");
+        assert!(
+            download_net(&store, 5, &dir.join("none")).unwrap_err().to_string().contains("missing")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_store_has_one_owner() {
         let dir = std::env::temp_dir().join(format!("xqz-claim-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
