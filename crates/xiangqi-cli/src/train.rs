@@ -242,6 +242,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         training.elapsed().as_secs_f64() / 60.0,
         dir.display()
     );
+    if reason == StopReason::Interrupted {
+        errln!(
+            "to go on: xqz train --resume --run-dir {}{}",
+            run_dir.display(),
+            args.store.as_deref().map_or(String::new(), |s| format!(" --store {s}"))
+        );
+    }
+    if let Some(s) = &args.store {
+        errln!(
+            "the workers (xqz selfplay --store {s}) keep playing until you stop them; their \
+             newer shards wait in the store for a resumed run"
+        );
+    }
     if reason == StopReason::Budget {
         let r = &config.run;
         errln!(
@@ -762,7 +775,13 @@ impl Observer for CliObserver {
                 sims_per_s
             )
         } else {
-            format!("{} games (played before the stop)", r.selfplay.games)
+            match &r.ingest {
+                Some(g) => format!(
+                    "{} games from the store ({} shards of {} workers, data age {:.1} generations)",
+                    r.selfplay.games, g.shards, g.workers, g.age_mean
+                ),
+                None => format!("{} games (played before the stop)", r.selfplay.games),
+            }
         };
         self.log(&format!(
             "iteration {it}: {games}, {} steps, loss {:.3} (policy {:.3}, value {:.3}), window {} samples, {:.1} min",

@@ -1670,8 +1670,10 @@ impl TrainingRun {
         let path = shard_path(&self.paths, iteration);
         write_shard(&path, &merged)
             .map_err(|e| PipelineError::Shard { path: path.clone(), reason: shard_reason(&e) })?;
+        // The self-play speed is the trainer's own self-play's, if it played: the workers' games
+        // were played elsewhere, at a speed the trainer does not see (their time stays zero,
+        // which reads as "not measured").
         let mut report = gathered_report(&merged);
-        report.elapsed = started.elapsed();
         if let Some(l) = local {
             // The speed counters are the trainer's own self-play's.
             let s = &mut report.stats;
@@ -1683,7 +1685,7 @@ impl TrainingRun {
                 l.stats.eval_time,
             );
             s.elapsed = l.stats.elapsed;
-            report.elapsed += l.elapsed;
+            report.elapsed = l.elapsed;
             report.resign_threshold = l.resign_threshold;
         }
         Ok(Some((merged, report, ingest, cursor)))
