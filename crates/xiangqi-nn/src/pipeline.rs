@@ -773,18 +773,24 @@ fn write_resign_pending(
     iteration: u64,
     counts: &ResignCalibration,
 ) -> Result<(), PipelineError> {
-    use std::io::Write as _;
-    let path = paths.shards.join(RESIGN_PENDING);
-    let tmp = paths.shards.join(format!("{RESIGN_PENDING}.tmp"));
     let mut text = format!("iteration {iteration}\n");
     for (bin, lost, kept) in counts.counts() {
         text.push_str(&format!("{bin} {lost} {kept}\n"));
     }
-    let io = |source| PipelineError::Io { what: "writing", path: path.clone(), source };
+    write_text_atomically(&paths.shards.join(RESIGN_PENDING), &text)
+}
+
+/// Writes a small text file atomically: `NAME.tmp` beside it, synced, then renamed.
+fn write_text_atomically(path: &Path, text: &str) -> Result<(), PipelineError> {
+    use std::io::Write as _;
+    let mut tmp = path.as_os_str().to_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let io = |source| PipelineError::Io { what: "writing", path: path.to_path_buf(), source };
     let mut f = fs::File::create(&tmp).map_err(io)?;
     f.write_all(text.as_bytes()).map_err(io)?;
     f.sync_all().map_err(io)?;
-    fs::rename(&tmp, &path).map_err(io)
+    fs::rename(&tmp, path).map_err(io)
 }
 
 /// The resignation counts saved for iteration `iteration`, if the file holds that iteration's
@@ -817,14 +823,7 @@ fn write_consumed(
     iteration: u64,
     cursor: &ShardCursor,
 ) -> Result<(), PipelineError> {
-    use std::io::Write as _;
-    let path = consumed_path(paths, iteration);
-    let tmp = path.with_extension("txt.tmp");
-    let io = |source| PipelineError::Io { what: "writing", path: path.clone(), source };
-    let mut f = fs::File::create(&tmp).map_err(io)?;
-    f.write_all(cursor.to_text().as_bytes()).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    fs::rename(&tmp, &path).map_err(io)
+    write_text_atomically(&consumed_path(paths, iteration), &cursor.to_text())
 }
 
 /// The cursor saved beside iteration `iteration`'s shard, if it was gathered from a store.
