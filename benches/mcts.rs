@@ -1,6 +1,8 @@
 //! Search speed: simulations per second on one core with the uniform evaluator, searches of 800
 //! simulations from the start position, a fresh tree each time. Legal move generation and the
-//! rules' adjudication at every new node are included. Each run asserts its visit count.
+//! rules' adjudication at every new node are included, and with them the search's check for
+//! moves that win at once (`win_check`, default `"tree"`: every move of every new node); the
+//! `_win_off` case measures the search without it. Each run asserts its visit count.
 //!
 //! Run: `cargo bench -p xiangqi-search --bench mcts`.
 
@@ -10,7 +12,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use xiangqi::{Game, Position, RuleSet};
-use xiangqi_search::{Algorithm, EvalBuffer, Search, SearchConfig, UniformEvaluator};
+use xiangqi_search::{Algorithm, EvalBuffer, Search, SearchConfig, UniformEvaluator, WinCheck};
 
 const SIMS: u32 = 800;
 
@@ -19,12 +21,18 @@ fn bench_search(c: &mut Criterion) {
     group.sample_size(20);
     group.throughput(Throughput::Elements(u64::from(SIMS)));
     let game = Game::new(Position::start(), RuleSet::Asian);
-    for (name, algorithm, vl) in [
-        ("puct_800_start", Algorithm::Puct, 1),
-        ("puct_800_start_vl8", Algorithm::Puct, 8),
-        ("gumbel_800_start", Algorithm::Gumbel, 1),
+    for (name, algorithm, vl, win_check) in [
+        ("puct_800_start", Algorithm::Puct, 1, WinCheck::Tree),
+        ("puct_800_start_vl8", Algorithm::Puct, 8, WinCheck::Tree),
+        ("gumbel_800_start", Algorithm::Gumbel, 1, WinCheck::Tree),
+        ("gumbel_800_start_win_off", Algorithm::Gumbel, 1, WinCheck::Off),
     ] {
-        let config = SearchConfig { algorithm, virtual_loss_batch: vl, ..SearchConfig::default() };
+        let config = SearchConfig {
+            algorithm,
+            virtual_loss_batch: vl,
+            win_check,
+            ..SearchConfig::default()
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let mut buffer = EvalBuffer::new();
         // A fresh tree for every search; `reset` keeps only the allocations, as self-play does.

@@ -50,6 +50,23 @@ pub enum Algorithm {
     Gumbel,
 }
 
+/// Where the search looks for moves that win at once (checkmate, stalemate, a repetition
+/// verdict against the opponent) before it trusts the evaluator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WinCheck {
+    /// Nowhere: a win is found only if the search happens to visit it.
+    Off,
+    /// At the root: a winning move is always among the Gumbel considered moves and is the move
+    /// the search recommends, whatever its prior.
+    Root,
+    /// At the root, and at every new node below it: a node whose side to move can win at once
+    /// is a proven win (value `+1`, not sent to the evaluator), so a root move that allows a
+    /// mate in one is valued `−1` at its first visit.
+    #[default]
+    Tree,
+}
+
 /// How a Gumbel search selects below the root.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -97,6 +114,9 @@ pub struct SearchConfig {
     /// Keep the subtree of the move played for the next search (PUCT only; a Gumbel search
     /// always starts from a fresh root, as its halving schedule counts visits from zero).
     pub reuse_tree: bool,
+    /// `"off"`, `"root"` or `"tree"` (see [`WinCheck`]). Each check costs one make-move and one
+    /// "has the opponent a legal move" test per move of the node.
+    pub win_check: WinCheck,
 }
 
 impl Default for SearchConfig {
@@ -116,6 +136,7 @@ impl Default for SearchConfig {
             gumbel_interior: GumbelInterior::Deterministic,
             virtual_loss_batch: 8,
             reuse_tree: true,
+            win_check: WinCheck::Tree,
         }
     }
 }

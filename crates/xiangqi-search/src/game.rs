@@ -36,6 +36,15 @@ pub trait SearchGame: Clone + Send + Sync {
 
     /// If the rules have ended the game: its value in `[-1, 1]` for the side to move.
     fn terminal_value(&self) -> Option<f32>;
+
+    /// Whether playing `mv` (one of [`SearchGame::legal_moves_into`]) ends the game at once with
+    /// a win for the side that plays it, that is with [`SearchGame::terminal_value`] `-1` for
+    /// the opponent. The default plays the move on a clone; a game may answer more cheaply.
+    fn is_winning_move(&self, mv: Self::Move) -> bool {
+        let mut next = self.clone();
+        next.play(mv);
+        next.terminal_value().is_some_and(|v| v <= -1.0)
+    }
 }
 
 /// The value of a finished xiangqi game for the side to move in its final position.
@@ -67,6 +76,11 @@ impl SearchGame for Game {
     #[inline]
     fn terminal_value(&self) -> Option<f32> {
         self.outcome().map(|o| outcome_value(o, self))
+    }
+
+    #[inline]
+    fn is_winning_move(&self, mv: Move) -> bool {
+        Game::is_winning_move(self, mv)
     }
 }
 

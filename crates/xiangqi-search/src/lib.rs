@@ -39,7 +39,7 @@ pub mod shard;
 pub mod tactics;
 pub mod tree;
 
-pub use config::{Algorithm, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig};
+pub use config::{Algorithm, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig, WinCheck};
 pub use eval::{EvalBuffer, EvalLog, EvalRequest, Evaluator, ScriptedEvaluator, UniformEvaluator};
 pub use game::SearchGame;
 pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn_moves};

@@ -17,6 +17,18 @@
 //! virtual loss), [`Search::requests`] (the leaves to evaluate), [`Search::apply`] (their
 //! evaluations), until [`Search::is_done`]. [`Search::run`] does all of it with one evaluator.
 //!
+//! # Moves that win at once (`win_check`)
+//! With `"root"` or `"tree"` (the default), every root move is tried against the rules before
+//! the search spends its budget: a move that ends the game with a win for the mover (checkmate,
+//! stalemate, a repetition verdict against the opponent) is always among the Gumbel considered
+//! moves, and the search recommends it (`best`, value `+1`) whatever its prior and visits. The
+//! training target stays the search's own (visits, or the improved policy). With `"tree"`, a
+//! new node whose side to move has such a move is a proven win: it is terminal with value `+1`
+//! and never sent to the evaluator, so a move into it (one that allows a mate in one) gets
+//! `Q = −1` at its first visit. This is a one-ply version of the MCTS-solver's proven values
+//! (Winands, Björnsson and Saito, "Monte-Carlo Tree Search Solver", 2008). Without it, a net
+//! that has not yet learned mates misses them whenever its priors keep them unvisited.
+//!
 //! # Values
 //! Every value is in `[-1, 1]`. An evaluator's value and a terminal value are for the side to
 //! move at their node; `Q` of an edge is for the side that chooses it. Backing up a value
@@ -44,7 +56,7 @@
 use rand::{Rng, RngExt};
 use rand_distr::{Distribution, Gamma};
 
-use crate::config::{Algorithm, GumbelInterior, SearchConfig};
+use crate::config::{Algorithm, GumbelInterior, SearchConfig, WinCheck};
 use crate::eval::{EvalBuffer, EvalRequest, Evaluator};
 use crate::game::SearchGame;
 use crate::tree::{Node, NodeId, NodeStatus, Tree};
@@ -117,6 +129,9 @@ pub struct Search<G: SearchGame> {
     /// Whether the root's priors currently hold noise (to be undone before new noise).
     root_noised: bool,
     root_prepared: bool,
+    /// Root edges (relative to the root's first edge) whose move wins at once
+    /// (`root_win_check`), found when the root is prepared.
+    root_wins: Vec<u32>,
     gumbel: GumbelRoot,
     scratch: Vec<f32>,
 }
@@ -145,6 +160,7 @@ impl<G: SearchGame> Search<G> {
             raw_root_priors: Vec::new(),
             root_noised: false,
             root_prepared: false,
+            root_wins: Vec::new(),
             gumbel: GumbelRoot::default(),
             scratch: Vec::new(),
         }
@@ -199,6 +215,7 @@ impl<G: SearchGame> Search<G> {
         self.in_flight_sims = 0;
         self.noise = noise;
         self.root_prepared = false;
+        self.root_wins.clear();
         self.root_requested = false;
         let n = self.tree.nodes[0].num_edges as usize;
         self.dirichlet.clear();
@@ -395,6 +412,16 @@ impl<G: SearchGame> Search<G> {
                 (best, policy)
             }
         };
+        if let Some(win) = self.best_win(&visits) {
+            return SearchResult {
+                best: moves[win],
+                moves,
+                visits,
+                policy,
+                best_value: 1.0,
+                root_value,
+            };
+        }
         let best_edge = range.start + best;
         let child = self.tree.children[best_edge];
         let best_value =
@@ -411,6 +438,10 @@ impl<G: SearchGame> Search<G> {
         rng: &mut R,
     ) -> G::Move {
         if self.config.algorithm == Algorithm::Gumbel || temperature <= 0.0 {
+            return result.best;
+        }
+        if !self.root_wins.is_empty() {
+            // A move that wins at once is played, not sampled.
             return result.best;
         }
         let max = result.visits.iter().copied().max().unwrap_or(0);
@@ -457,6 +488,7 @@ impl<G: SearchGame> Search<G> {
             self.tree.reset(game);
         }
         self.root_prepared = false;
+        self.root_wins.clear();
         self.root_requested = false;
         self.root_noised = false;
         self.target = 0;
@@ -471,6 +503,7 @@ impl<G: SearchGame> Search<G> {
         assert!(self.pending.is_empty(), "Search::reset with leaves pending");
         self.tree.reset(game);
         self.root_prepared = false;
+        self.root_wins.clear();
         self.root_requested = false;
         self.root_noised = false;
         self.target = 0;
@@ -478,6 +511,16 @@ impl<G: SearchGame> Search<G> {
     }
 
     // ----- internals -------------------------------------------------------------------------
+
+    /// Among the root moves that win at once, the one with the most visits (ties to the higher
+    /// prior), as an index into the root moves.
+    fn best_win(&self, visits: &[u32]) -> Option<usize> {
+        self.root_wins.iter().map(|&a| a as usize).max_by(|&a, &b| {
+            visits[a]
+                .cmp(&visits[b])
+                .then(self.raw_root_priors[a].total_cmp(&self.raw_root_priors[b]))
+        })
+    }
 
     fn push_pending(&mut self, node: NodeId) {
         let start = self.pending_paths.len() as u32;
@@ -498,6 +541,14 @@ impl<G: SearchGame> Search<G> {
         let range = self.tree.nodes[0].edges();
         self.raw_root_priors.clear();
         self.raw_root_priors.extend_from_slice(&self.tree.priors[range.clone()]);
+        self.root_wins.clear();
+        if self.config.win_check != WinCheck::Off {
+            let game = self.tree.games[0].as_ref().expect("an expanded root keeps its state");
+            let moves = &self.tree.moves[range.clone()];
+            self.root_wins.extend(
+                (0..moves.len() as u32).filter(|&a| game.is_winning_move(moves[a as usize])),
+            );
+        }
         match self.config.algorithm {
             Algorithm::Puct => {
                 let sum: f32 = self.dirichlet.iter().sum();
@@ -519,6 +570,8 @@ impl<G: SearchGame> Search<G> {
                     .collect();
                 let mut order: Vec<u32> = (0..n as u32).collect();
                 order.sort_by(|&a, &b| scores[b as usize].total_cmp(&scores[a as usize]));
+                // Winning moves first (the sort is stable: each group keeps its score order).
+                order.sort_by_key(|a| !self.root_wins.contains(a));
                 order.truncate(m);
                 self.gumbel.considered = order;
                 self.gumbel.schedule = halving_schedule(m, self.target as usize);
@@ -553,6 +606,9 @@ impl<G: SearchGame> Search<G> {
             let child = self.tree.push_node(game);
             self.tree.children[e] = child;
             self.path.push(child);
+            if self.config.win_check == WinCheck::Tree {
+                self.tree.mark_proven_win(child);
+            }
             let c = self.tree.nodes[child.index()];
             if c.status == NodeStatus::Terminal {
                 backup(&mut self.tree.nodes, &self.path, c.value, false);

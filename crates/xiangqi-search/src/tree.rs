@@ -174,6 +174,34 @@ impl<G: SearchGame> Tree<G> {
         id
     }
 
+    /// Makes pending node `id` terminal with value `+1` if its side to move has a move that
+    /// wins at once (see [`SearchGame::is_winning_move`]); its state is dropped, as for any
+    /// terminal node. Returns whether it did. Not for the root: a search needs an open root.
+    pub(crate) fn mark_proven_win(&mut self, id: NodeId) -> bool {
+        let n = self.nodes[id.index()];
+        if n.status != NodeStatus::Pending {
+            return false;
+        }
+        let Some(game) = self.games[id.index()].as_ref() else { return false };
+        if !self.moves[n.edges()].iter().any(|&m| game.is_winning_move(m)) {
+            return false;
+        }
+        if n.edges().end == self.moves.len() {
+            // The newest node (as when the search has just added it): drop its edges, as a
+            // node the rules ended has none.
+            let first = n.first_edge as usize;
+            self.moves.truncate(first);
+            self.priors.truncate(first);
+            self.children.truncate(first);
+            self.nodes[id.index()].num_edges = 0;
+        }
+        let n = &mut self.nodes[id.index()];
+        n.status = NodeStatus::Terminal;
+        n.value = 1.0;
+        self.games[id.index()] = None;
+        true
+    }
+
     /// Drops every node but the root and clears the root's statistics, keeping its moves,
     /// priors, value and state (a fresh search without a new evaluation). An evaluated root
     /// keeps one visit, its own evaluation.

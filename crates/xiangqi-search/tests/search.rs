@@ -5,7 +5,7 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::{Game, Move, OutcomeReason, Position, RuleSet};
 use xiangqi_search::{
     Algorithm, EvalBuffer, NodeId, ScriptedEvaluator, Search, SearchConfig, SearchGame,
-    UniformEvaluator,
+    UniformEvaluator, WinCheck,
 };
 
 /// Red: general d0, chariots a8 and b7. Black: general e9 alone. Red to move.
@@ -89,6 +89,76 @@ fn gumbel_finds_mate_in_one_with_a_small_budget() {
     assert!(on_wins > 0.9, "policy on the winning moves: {on_wins}");
     let sum: f32 = r.policy.iter().sum();
     assert!((sum - 1.0).abs() < 1e-4);
+}
+
+/// A small search whose evaluator gives the moves that win at once almost no prior: with
+/// `root_win_check` the search still plays a win, for both algorithms; without it, the same
+/// search (the control) does not, so the check is what finds the win.
+#[test]
+fn the_root_win_check_finds_a_win_the_priors_hide() {
+    let g = game(MATE_IN_ONE);
+    let wins = g.legal_moves().iter().filter(|&&m| mates(&g, m)).count();
+    assert!(wins >= 2 && wins < g.legal_moves().len());
+    for algorithm in [Algorithm::Puct, Algorithm::Gumbel] {
+        for check in [true, false] {
+            let config = SearchConfig {
+                algorithm,
+                gumbel_considered_moves: 4,
+                win_check: if check { WinCheck::Root } else { WinCheck::Off },
+                ..SearchConfig::default()
+            };
+            let mut s = Search::new(g.clone(), config);
+            let mut eval =
+                ScriptedEvaluator::new(|game: &Game, moves: &[Move], priors: &mut [f32]| {
+                    for (p, &m) in priors.iter_mut().zip(moves) {
+                        *p = if mates(game, m) { 1e-6 } else { 1.0 };
+                    }
+                    0.0
+                });
+            let mut rng = ChaCha8Rng::seed_from_u64(3);
+            let r = s.run(8, true, &mut rng, &mut eval, &mut EvalBuffer::new()).unwrap();
+            assert_eq!(r.total_visits(), 8);
+            let played = s.choose_move(&r, 1.0, &mut rng);
+            assert_eq!(mates(&g, r.best), check, "{algorithm:?}, check {check}: best {}", r.best);
+            assert_eq!(mates(&g, played), check, "{algorithm:?}, check {check}: played {played}");
+            if check {
+                assert_eq!(r.best_value, 1.0);
+            }
+        }
+    }
+}
+
+/// An evaluator that favours exactly the moves that allow a mate in one and values every
+/// position 0: only `win_check = "tree"` tells the Gumbel search that those moves lose; with
+/// `"root"` (the control) it trusts the priors and blunders.
+#[test]
+fn the_tree_win_check_sees_a_mate_in_one_allowed() {
+    let g = game(AVOID_MATE);
+    let n = g.legal_moves().len() as u32;
+    for (check, should_blunder) in [(WinCheck::Tree, false), (WinCheck::Root, true)] {
+        let config = SearchConfig {
+            algorithm: Algorithm::Gumbel,
+            gumbel_considered_moves: n,
+            win_check: check,
+            ..SearchConfig::default()
+        };
+        let mut s = Search::new(g.clone(), config);
+        let mut eval = ScriptedEvaluator::new(|game: &Game, moves: &[Move], priors: &mut [f32]| {
+            for (p, &m) in priors.iter_mut().zip(moves) {
+                *p = if allows_mate(game, m) { 1.0 } else { 1e-3 };
+            }
+            0.0
+        });
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let r = s.run(2 * n, false, &mut rng, &mut eval, &mut EvalBuffer::new()).unwrap();
+        assert_eq!(r.total_visits(), 2 * n);
+        assert_eq!(allows_mate(&g, r.best), should_blunder, "{check:?}: best {}", r.best);
+        let evaluated: usize = eval.log().batch_sizes.iter().sum();
+        if check == WinCheck::Tree {
+            // The nodes after a blunder are proven wins for Black: never evaluated.
+            assert!(evaluated < 2 * n as usize, "evaluated {evaluated}");
+        }
+    }
 }
 
 #[test]

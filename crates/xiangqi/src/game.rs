@@ -335,6 +335,35 @@ impl Game {
         Ok(self.play_unchecked(m))
     }
 
+    /// Whether `m`, a legal move here, ends the game at once with a win for the side that plays
+    /// it: the opponent is left without a legal move (checkmate or stalemate, both lost in
+    /// xiangqi) or a repetition verdict goes against the opponent. Gives the same answer as
+    /// playing `m` on a clone and reading [`Game::outcome`], but copies only the position, not
+    /// the history, unless the position after `m` occurred before. Returns `false` once the
+    /// game is over.
+    ///
+    /// # Panics
+    /// May panic or give a wrong answer if `m` is not in [`Game::legal_moves`].
+    pub fn is_winning_move(&self, m: Move) -> bool {
+        if self.outcome.is_some() {
+            return false;
+        }
+        let mover = self.position.turn();
+        let mut next = self.position;
+        next.play_unchecked(m);
+        if !next.has_legal_move() {
+            return true;
+        }
+        // Only a repetition can still decide for the mover (the other verdicts are draws), and
+        // only a position seen since the last capture can repeat.
+        let window = (next.halfmove_clock() as usize).min(self.keys.len());
+        if !self.keys[self.keys.len() - window..].contains(&next.key()) {
+            return false;
+        }
+        let mut game = self.clone();
+        game.play_unchecked(m).and_then(Outcome::winner) == Some(mover)
+    }
+
     /// Plays a move without checking it, and returns the verdict if the game is now over.
     ///
     /// # Panics

@@ -30,6 +30,7 @@ fn run_file(name: &str, data: &str) -> usize {
                 .position()
                 .parse_uci(text)
                 .unwrap_or_else(|e| panic!("{name} line {}: move {}: {e}", i + 2, k + 1));
+            check_winning_moves(&game, &format!("{name} line {} before move {}", i + 2, k + 1));
             game.play(m).unwrap();
         }
         let (got_result, got_reason) = match game.outcome() {
@@ -46,6 +47,18 @@ fn run_file(name: &str, data: &str) -> usize {
     }
     assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
     n
+}
+
+/// `Game::is_winning_move` agrees, for every legal move, with playing the move on a copy of the
+/// game and reading the verdict (the cases' last moves include repetition verdicts for and
+/// against the mover).
+fn check_winning_moves(game: &Game, place: &str) {
+    let mover = game.position().turn();
+    for m in game.legal_moves() {
+        let mut copy = game.clone();
+        let wins = copy.play(m).unwrap().and_then(|o| o.winner()) == Some(mover);
+        assert_eq!(game.is_winning_move(m), wins, "{place}: is_winning_move({m})");
+    }
 }
 
 #[test]
