@@ -166,6 +166,60 @@ fn uci_handshake_position_and_go_nodes() {
     assert!(e.finish().success());
 }
 
+/// Red: general d0, chariots a8 and b7; Black: general e9 alone, to move. By hand: e9-d9 faces
+/// the red general on the open d-file and e9-e8 steps onto rank 8, held by the chariot on a8, so
+/// e9-f9 is Black's only move; then b7-b9 mates (rank 9 is the chariot's, f8 the a8 chariot's).
+const MATED_IN_ONE_FEN: &str = "4k4/R8/1R7/9/9/9/9/9/9/3K5 b - - 0 1";
+/// The same with Red to move: b7-b9 mates at once (the search tests' hand check).
+const MATE_IN_ONE_FEN: &str = "4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1";
+
+/// Mate scores count plies to the mate (or to the stalemate, which also loses in xiangqi), also
+/// when the search proved the win without playing it (`win_check`): the line ends with the
+/// winning move.
+#[test]
+fn mate_scores_count_the_plies_to_the_mate() {
+    let g = game_after(MATED_IN_ONE_FEN, "");
+    assert_eq!(g.legal_moves().len(), 1, "Black's only move is e9f9");
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    for (fen, score, pv_len) in [(MATED_IN_ONE_FEN, "-1", 2), (MATE_IN_ONE_FEN, "1", 1)] {
+        e.send(&format!("position fen {fen}"));
+        e.send("go nodes 200");
+        let (lines, best) = e.bestmove(Duration::from_secs(10));
+        let info = lines.iter().rev().find(|l| l.starts_with("info depth")).expect("info");
+        assert_eq!(word_after(info, "score"), Some("mate"), "{info}");
+        assert_eq!(word_after(info, "mate"), Some(score), "{info}");
+        let pv: Vec<&str> = info.split(" pv ").nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(pv.len(), pv_len, "{info}");
+        // The line is legal and ends with Red's win (checkmate, or no legal move for Black).
+        let mut game = game_after(fen, "");
+        for m in &pv {
+            let mv = game.position().parse_uci(m).unwrap();
+            game.play(mv).unwrap();
+        }
+        assert_eq!(game.outcome().and_then(|o| o.winner()), Some(xiangqi::Color::Red), "{info}");
+        assert_eq!(word_after(&best, "bestmove"), Some(pv[0]));
+    }
+    e.send("quit");
+    assert!(e.finish().success());
+
+    // UCCI counts plies: mated in two plies is -9998, mating in one +9999.
+    let mut e = Engine::start();
+    e.send("ucci");
+    e.until(Duration::from_secs(5), |l| l == "ucciok");
+    for (fen, score) in [(MATED_IN_ONE_FEN, "-9998"), (MATE_IN_ONE_FEN, "9999")] {
+        e.send(&format!("position fen {fen}"));
+        e.send("go depth 3");
+        let (lines, _) = e.bestmove(Duration::from_secs(10));
+        let info = lines.iter().rev().find(|l| l.starts_with("info depth")).expect("info");
+        assert_eq!(word_after(info, "score"), Some(score), "{info}");
+    }
+    e.send("quit");
+    e.until(Duration::from_secs(5), |l| l == "bye");
+    assert!(e.finish().success());
+}
+
 #[test]
 fn uci_history_decides_repetitions() {
     let mut e = Engine::start();

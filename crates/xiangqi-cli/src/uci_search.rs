@@ -161,29 +161,56 @@ struct Line {
     mate_plies: Option<i32>,
 }
 
-/// Root moves not banned, most visited first (ties: higher prior), with their child nodes.
+/// Whether root move `m` wins at once by the rules (checkmate, stalemate, a repetition verdict
+/// against the opponent): such a move is played whatever its visits, as the search's
+/// `win_check` promises.
+fn wins_at_once(tree: &Tree<Game>, m: Move) -> bool {
+    tree.game(NodeId::ROOT).is_some_and(|g| g.is_winning_move(m))
+}
+
+/// Root moves not banned, moves that win at once first, then most visited first (ties: higher
+/// prior), with their child nodes.
 fn ranked_root_moves(tree: &Tree<Game>, banned: &[Move]) -> Vec<(Move, NodeId, u32)> {
     let root = NodeId::ROOT;
-    let mut v: Vec<(Move, NodeId, u32, f32)> = tree
+    let mut v: Vec<(Move, NodeId, u32, f32, bool)> = tree
         .moves(root)
         .iter()
         .zip(tree.children(root))
         .zip(tree.priors(root))
         .filter(|((m, _), _)| !banned.contains(m))
-        .map(|((&m, &c), &p)| (m, c, if c.is_none() { 0 } else { tree.visits(c) }, p))
+        .map(|((&m, &c), &p)| {
+            let visits = if c.is_none() { 0 } else { tree.visits(c) };
+            (m, c, visits, p, wins_at_once(tree, m))
+        })
         .collect();
-    v.sort_by(|a, b| b.2.cmp(&a.2).then(b.3.total_cmp(&a.3)));
-    v.into_iter().map(|(m, c, n, _)| (m, c, n)).collect()
+    v.sort_by(|a, b| b.4.cmp(&a.4).then(b.2.cmp(&a.2)).then(b.3.total_cmp(&a.3)));
+    v.into_iter().map(|(m, c, n, _, _)| (m, c, n)).collect()
 }
 
-/// The line starting with `first`: most visited children down the tree.
+/// The line starting with root move `first`: most visited children down the tree.
 fn line_from(tree: &Tree<Game>, first: Move, child: NodeId, root_value: f32) -> Line {
+    if wins_at_once(tree, first) {
+        return Line { moves: vec![first], value: 1.0, mate_plies: Some(1) };
+    }
     let mut moves = vec![first];
     let value = if child.is_none() { root_value } else { tree.q(child).unwrap_or(root_value) };
     let mut node = child;
     let mut mate_plies = None;
     while !node.is_none() && moves.len() < 64 {
         match tree.status(node) {
+            NodeStatus::ProvenWin => {
+                // The side to move here wins with its next move, one ply past the line.
+                if let Some(win) = tree
+                    .game(node)
+                    .and_then(|g| g.legal_moves().into_iter().find(|&m| g.is_winning_move(m)))
+                {
+                    moves.push(win);
+                    let plies = moves.len() as i32;
+                    let root_side_moved_last = plies % 2 == 1;
+                    mate_plies = Some(if root_side_moved_last { plies } else { -plies });
+                }
+                break;
+            }
             NodeStatus::Terminal => {
                 // q is for the player who made the last move of the line.
                 if let Some(q) = tree.q(node).filter(|q| q.abs() > 0.99) {

@@ -57,8 +57,8 @@ pub enum Algorithm {
 pub enum WinCheck {
     /// Nowhere: a win is found only if the search happens to visit it.
     Off,
-    /// At the root: a winning move is always among the Gumbel considered moves and is the move
-    /// the search recommends, whatever its prior.
+    /// At the root: a winning move is always among the Gumbel considered moves (PUCT visits it
+    /// first) and is the move the search recommends, whatever its prior.
     Root,
     /// At the root, and at every new node below it: a node whose side to move can win at once
     /// is a proven win (value `+1`, not sent to the evaluator), so a root move that allows a

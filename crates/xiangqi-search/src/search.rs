@@ -21,13 +21,15 @@
 //! With `"root"` or `"tree"` (the default), every root move is tried against the rules before
 //! the search spends its budget: a move that ends the game with a win for the mover (checkmate,
 //! stalemate, a repetition verdict against the opponent) is always among the Gumbel considered
-//! moves, and the search recommends it (`best`, value `+1`) whatever its prior and visits. The
-//! training target stays the search's own (visits, or the improved policy). With `"tree"`, a
-//! new node whose side to move has such a move is a proven win: it is terminal with value `+1`
-//! and never sent to the evaluator, so a move into it (one that allows a mate in one) gets
-//! `Q = −1` at its first visit. This is a one-ply version of the MCTS-solver's proven values
-//! (Winands, Björnsson and Saito, "Monte-Carlo Tree Search Solver", 2008). Without it, a net
-//! that has not yet learned mates misses them whenever its priors keep them unvisited.
+//! moves (PUCT visits it first), and the search recommends it (`best`, value `+1`) whatever its
+//! prior and visits. The training target stays the search's own (visits, or the improved
+//! policy); both put their weight on the win once it is visited. With `"tree"`, a new node
+//! whose side to move has such a move is a proven win ([`NodeStatus::ProvenWin`]): valued `+1`
+//! like a terminal node and never sent to the evaluator, so a move into it (one that allows a
+//! mate in one) gets `Q = −1` at its first visit. This is a one-ply version of the MCTS-solver's
+//! proven values (Winands, Björnsson and Saito, "Monte-Carlo Tree Search Solver", 2008).
+//! Without it, a net that has not yet learned mates misses them whenever its priors keep them
+//! unvisited.
 //!
 //! # Values
 //! Every value is in `[-1, 1]`. An evaluator's value and a terminal value are for the side to
@@ -129,8 +131,8 @@ pub struct Search<G: SearchGame> {
     /// Whether the root's priors currently hold noise (to be undone before new noise).
     root_noised: bool,
     root_prepared: bool,
-    /// Root edges (relative to the root's first edge) whose move wins at once
-    /// (`root_win_check`), found when the root is prepared.
+    /// Root edges (relative to the root's first edge) whose move wins at once (`win_check`),
+    /// found when the root is prepared.
     root_wins: Vec<u32>,
     gumbel: GumbelRoot,
     scratch: Vec<f32>,
@@ -255,7 +257,7 @@ impl<G: SearchGame> Search<G> {
             return 0;
         }
         match self.tree.status(NodeId::ROOT) {
-            NodeStatus::Terminal => return 0,
+            NodeStatus::Terminal | NodeStatus::ProvenWin => return 0,
             NodeStatus::Pending => {
                 if self.root_requested {
                     return 0;
@@ -587,7 +589,7 @@ impl<G: SearchGame> Search<G> {
             self.path.push(node);
             let n = self.tree.nodes[node.index()];
             match n.status {
-                NodeStatus::Terminal => {
+                NodeStatus::Terminal | NodeStatus::ProvenWin => {
                     backup(&mut self.tree.nodes, &self.path, n.value, false);
                     return Descent::Terminal;
                 }
@@ -610,7 +612,7 @@ impl<G: SearchGame> Search<G> {
                 self.tree.mark_proven_win(child);
             }
             let c = self.tree.nodes[child.index()];
-            if c.status == NodeStatus::Terminal {
+            if matches!(c.status, NodeStatus::Terminal | NodeStatus::ProvenWin) {
                 backup(&mut self.tree.nodes, &self.path, c.value, false);
                 return Descent::Terminal;
             }
@@ -622,6 +624,16 @@ impl<G: SearchGame> Search<G> {
     /// The edge (absolute index) to follow from an expanded node.
     fn select(&mut self, id: NodeId, n: &Node) -> usize {
         match self.config.algorithm {
+            Algorithm::Puct if id == NodeId::ROOT && !self.root_wins.is_empty() => {
+                // A move that wins at once gets its first visit before anything else, so that
+                // its Q (+1) draws the visits and the visit target shows the win.
+                let first = n.first_edge as usize;
+                self.root_wins
+                    .iter()
+                    .map(|&a| first + a as usize)
+                    .find(|&e| self.tree.children[e].is_none())
+                    .unwrap_or_else(|| self.select_puct(n))
+            }
             Algorithm::Puct => self.select_puct(n),
             Algorithm::Gumbel if id == NodeId::ROOT => self.select_gumbel_root(n),
             Algorithm::Gumbel => match self.config.gumbel_interior {

@@ -61,6 +61,10 @@ pub enum NodeStatus {
     Expanded,
     /// The rules ended the game here; `value` is the rules' verdict.
     Terminal,
+    /// The game goes on, but the side to move has a move that wins at once (the search's
+    /// `win_check = "tree"`): valued `+1` like a terminal node and never evaluated or expanded.
+    /// The state is kept, so the winning move can still be named.
+    ProvenWin,
 }
 
 /// Statistics of one node (see the [module documentation](self) for perspectives).
@@ -174,9 +178,9 @@ impl<G: SearchGame> Tree<G> {
         id
     }
 
-    /// Makes pending node `id` terminal with value `+1` if its side to move has a move that
-    /// wins at once (see [`SearchGame::is_winning_move`]); its state is dropped, as for any
-    /// terminal node. Returns whether it did. Not for the root: a search needs an open root.
+    /// Makes pending node `id` a [`NodeStatus::ProvenWin`] (value `+1`, no edges) if its side
+    /// to move has a move that wins at once (see [`SearchGame::is_winning_move`]). Returns
+    /// whether it did. Not for the root: a search needs an open root.
     pub(crate) fn mark_proven_win(&mut self, id: NodeId) -> bool {
         let n = self.nodes[id.index()];
         if n.status != NodeStatus::Pending {
@@ -196,9 +200,8 @@ impl<G: SearchGame> Tree<G> {
             self.nodes[id.index()].num_edges = 0;
         }
         let n = &mut self.nodes[id.index()];
-        n.status = NodeStatus::Terminal;
+        n.status = NodeStatus::ProvenWin;
         n.value = 1.0;
-        self.games[id.index()] = None;
         true
     }
 

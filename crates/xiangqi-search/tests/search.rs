@@ -123,6 +123,11 @@ fn the_root_win_check_finds_a_win_the_priors_hide() {
             assert_eq!(mates(&g, played), check, "{algorithm:?}, check {check}: played {played}");
             if check {
                 assert_eq!(r.best_value, 1.0);
+                // Searched (a Gumbel considered move; PUCT's first visit), so the training
+                // target sees it too.
+                let i = r.moves.iter().position(|&m| m == r.best).unwrap();
+                assert!(r.visits[i] > 0, "{algorithm:?}: the win was not searched");
+                assert!(r.policy[i] > 0.1, "{algorithm:?}: target {}", r.policy[i]);
             }
         }
     }
