@@ -1,4 +1,4 @@
-//! How fast a trainer ingests workers' shards from a store (`xiangqi_nn::distributed`): list the
+//! How fast a trainer ingests workers' shards from a store (`xiangqi_train::distributed`): list the
 //! shards after the cursor, download each, and parse it (what `TrainingRun` does each
 //! iteration before training), from a directory store and, when `XQZ_S3_BUCKET` and the
 //! `AWS_*` variables name an S3 server (`.ci/rgw start DIR`, then `. DIR/env`), from S3.
@@ -8,7 +8,7 @@
 //! `configs/cpu.toml`-like settings uploads. Criterion reports bytes/s; the end prints shards/s
 //! and MB/s.
 //!
-//! Run: `cargo bench -p xiangqi-nn --bench ingest`.
+//! Run: `cargo bench -p xiangqi-train --bench ingest`.
 
 use std::hint::black_box;
 use std::io::Cursor;
@@ -16,12 +16,12 @@ use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde::Deserialize;
-use xiangqi_nn::distributed::{FETCH_CONCURRENCY, ShardCursor, pending_shards, shard_key};
 use xiangqi_search::{
     SearchConfig, SelfPlayConfig, SelfPlayEvent, Shard, UniformEvaluator, play_games,
     read_shard_from, write_shard_to,
 };
 use xiangqi_store::Store;
+use xiangqi_train::distributed::{FETCH_CONCURRENCY, ShardCursor, pending_shards, shard_key};
 
 const SHARDS: u64 = 16;
 const GAMES_PER_SHARD: u64 = 4;

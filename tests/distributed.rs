@@ -104,7 +104,7 @@ fn kill9(child: &mut Child) {
 fn store_shards(store: &Store) -> BTreeMap<(u64, u64), Shard> {
     let mut out = BTreeMap::new();
     for e in store.list("shards").unwrap() {
-        let (w, seq) = xiangqi_nn::distributed::parse_shard_key(&e.key)
+        let (w, seq) = xiangqi_train::distributed::parse_shard_key(&e.key)
             .unwrap_or_else(|| panic!("{}: not a shard key", e.key));
         let bytes = store.get(&e.key).unwrap().unwrap();
         let shard = read_shard_from(std::io::Cursor::new(bytes))
@@ -115,11 +115,11 @@ fn store_shards(store: &Store) -> BTreeMap<(u64, u64), Shard> {
 }
 
 /// The cursor of the run's newest checkpoint.
-fn consumed_cursor(run: &Path) -> xiangqi_nn::distributed::ShardCursor {
-    let scan = xiangqi_nn::pipeline::list_checkpoints(&run.join("checkpoints")).unwrap();
+fn consumed_cursor(run: &Path) -> xiangqi_train::distributed::ShardCursor {
+    let scan = xiangqi_train::pipeline::list_checkpoints(&run.join("checkpoints")).unwrap();
     let (_, newest) = scan.last().expect("a checkpoint");
     let manifest = xiangqi_nn::checkpoint::read_manifest(newest, None).unwrap();
-    xiangqi_nn::distributed::ShardCursor::from_counters(&manifest.counters)
+    xiangqi_train::distributed::ShardCursor::from_counters(&manifest.counters)
 }
 
 /// Every game of the run directory's shards (what the trainer trained on), with its count.

@@ -17,9 +17,9 @@ use std::path::Path;
 
 use anyhow::{Context, anyhow};
 use serde::{Deserialize, Serialize};
-use xiangqi_nn::pipeline::{LoopConfig, RunConfig};
 use xiangqi_nn::{NetConfig, TrainConfig};
 use xiangqi_search::{SearchConfig, SelfPlayConfig};
+use xiangqi_train::pipeline::{LoopConfig, RunConfig};
 
 /// The built-in CPU default of `xqz train` (the same as `configs/cpu.toml`).
 pub const BUILTIN_CPU: &str = include_str!("../../../configs/cpu.toml");

@@ -22,7 +22,7 @@ pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
     }
     let dir = path.join("checkpoints");
     if dir.is_dir() {
-        let scan = xiangqi_nn::pipeline::scan_checkpoints(&dir)
+        let scan = xiangqi_train::pipeline::scan_checkpoints(&dir)
             .with_context(|| format!("cannot list the checkpoints in '{}'", dir.display()))?;
         // An export or a stray folder in checkpoints/ is never taken for the run's newest net.
         for (path, reason) in &scan.ignored {

@@ -1,7 +1,7 @@
 //! `xqz train [--config FILE] [--run-dir DIR] [--resume] [--threads N] [--iterations N]
 //! [--device D]`.
 //!
-//! Runs the training loop of `xiangqi_nn::pipeline` (self-play → replay window → optimizer
+//! Runs the training loop of `xiangqi_train::pipeline` (self-play → replay window → optimizer
 //! steps → checkpoints → arena) until Ctrl-C (which checkpoints and exits cleanly), a budget of
 //! the config's `[loop]` section, or `--iterations`.
 //!
@@ -19,7 +19,7 @@
 //!
 //! With `--store URL` the run is distributed: `xqz selfplay --store URL` workers play the games
 //! and this trainer gathers them from the store, trains, and publishes each new net there
-//! (`xiangqi_nn::distributed`; `loop.local_selfplay_threads` lets it play some itself).
+//! (`xiangqi_train::distributed`; `loop.local_selfplay_threads` lets it play some itself).
 //!
 //! TensorBoard scalars: per optimizer step `loss/*`, `policy/entropy`, `value/accuracy`,
 //! `train/learning_rate`, `train/grad_norm`; per iteration (x = iteration) `selfplay/*` (games/s,
@@ -40,10 +40,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tensorboard_rs::summary_writer::SummaryWriter;
 use xiangqi::OutcomeReason;
 use xiangqi_nn::StepMetrics;
-use xiangqi_nn::pipeline::{
+use xiangqi_search::SelfPlayStats;
+use xiangqi_train::pipeline::{
     ArenaReport, IterationReport, Observer, RunPaths, StopReason, TrainingRun,
 };
-use xiangqi_search::SelfPlayStats;
 
 use crate::config::{BUILTIN_CPU, ConfigFile};
 
@@ -113,7 +113,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let store = args.store.as_deref().map(crate::store::open).transpose()?;
     if let Some(store) = &store
         && !args.resume
-        && let Some(g) = xiangqi_nn::distributed::latest_generation(store)?
+        && let Some(g) = xiangqi_train::distributed::latest_generation(store)?
     {
         anyhow::bail!(
             "--store {}: it already holds the nets of a run (generation {g}): resume that run \
@@ -192,7 +192,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         training
             .store()
             .expect("attached")
-            .put(xiangqi_nn::distributed::RUN_CONFIG_KEY, config.to_toml()?.into_bytes())
+            .put(xiangqi_train::distributed::RUN_CONFIG_KEY, config.to_toml()?.into_bytes())
             .context("publishing the run's config")?;
         errln!(
             "store {location}: generation {} published; start workers with: xqz selfplay --store {location}",
@@ -225,7 +225,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     observer.finish();
     // Every way out of `run` leaves the state in a checkpoint: the end of the last iteration,
     // or (interrupted while training) the steps taken so far.
-    let dir = xiangqi_nn::pipeline::list_checkpoints(&paths.checkpoints)
+    let dir = xiangqi_train::pipeline::list_checkpoints(&paths.checkpoints)
         .ok()
         .and_then(|c| c.last().map(|(_, d)| d.clone()))
         .unwrap_or_else(|| paths.checkpoints.clone());
@@ -288,7 +288,7 @@ fn load_config(args: &Args) -> anyhow::Result<(ConfigFile, String)> {
             let name = dir.file_name().and_then(|s| s.to_str()).unwrap_or("run").to_string();
             return Ok((ConfigFile::load(&resolved)?, name));
         }
-        let has_checkpoints = xiangqi_nn::pipeline::list_checkpoints(&dir.join("checkpoints"))
+        let has_checkpoints = xiangqi_train::pipeline::list_checkpoints(&dir.join("checkpoints"))
             .is_ok_and(|c| !c.is_empty());
         if has_checkpoints {
             anyhow::bail!(
@@ -324,7 +324,7 @@ fn check_run_dir(dir: &Path, resume: bool) -> anyhow::Result<()> {
     // A run: it has written a checkpoint or a shard. A directory holding only what a start
     // killed before its first checkpoint leaves (the lock, empty checkpoints/ and shards/, an
     // empty tensorboard/) is no run and may be started again.
-    let checkpoints = xiangqi_nn::pipeline::scan_checkpoints(&dir.join("checkpoints"))
+    let checkpoints = xiangqi_train::pipeline::scan_checkpoints(&dir.join("checkpoints"))
         .with_context(|| format!("cannot read {}", dir.join("checkpoints").display()))?;
     let shards = xiangqi_search::list_shards(&dir.join("shards")).unwrap_or_default();
     let is_run = dir.join("checkpoints").is_dir()

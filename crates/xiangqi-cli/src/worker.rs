@@ -19,10 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use xiangqi_nn::distributed::{self, LOCAL_SELFPLAY_WORKER, LatestWatch, RUN_CONFIG_KEY};
 use xiangqi_nn::{Device, InferenceNet, NnEvaluator, checkpoint};
 use xiangqi_search::{SelfPlayEvent, Shard, game_rng, play_games_from, write_shard_to};
 use xiangqi_store::{Created, Store};
+use xiangqi_train::distributed::{self, LOCAL_SELFPLAY_WORKER, LatestWatch, RUN_CONFIG_KEY};
 
 use crate::config::ConfigFile;
 

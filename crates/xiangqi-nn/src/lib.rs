@@ -47,12 +47,10 @@
 pub mod checkpoint;
 pub mod config;
 pub mod device;
-pub mod distributed;
 pub mod error;
 pub mod export;
 pub mod infer;
 pub mod model;
-pub mod pipeline;
 pub mod train;
 
 pub use burn::tensor::Device;

@@ -49,6 +49,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use xiangqi::env::{POLICY_SIZE, move_to_index};
 use xiangqi::{Move, OutcomeReason};
+use xiangqi_nn::checkpoint::{self, CheckpointError};
+use xiangqi_nn::config::{ConfigError, NetConfig, TrainConfig};
+use xiangqi_nn::infer::NnEvaluator;
+use xiangqi_nn::train::{StepMetrics, TrainBatch, Trainer};
+use xiangqi_nn::{Device, InferenceNet, cpu_device};
 use xiangqi_search::arena::{
     GameSettings, LocalPlayer, MatchConfig, MatchStats, MoveLimit, Opening, run_match_batched,
 };
@@ -59,14 +64,9 @@ use xiangqi_search::{
 };
 use xiangqi_store::Store;
 
-use crate::checkpoint::{self, CheckpointError};
-use crate::config::{ConfigError, NetConfig, TrainConfig};
 use crate::distributed::{
     self, DistributedError, LOCAL_SELFPLAY_WORKER, ShardCursor, pending_shards,
 };
-use crate::infer::NnEvaluator;
-use crate::train::{StepMetrics, TrainBatch, Trainer};
-use crate::{Device, InferenceNet, cpu_device};
 
 /// The `[loop]` section: how self-play and training alternate, the replay window, budgets,
 /// checkpoints and the arena.
@@ -138,7 +138,7 @@ pub struct LoopConfig {
     /// Master seed: weights, self-play and mini-batches are derived from it.
     pub seed: u64,
     /// The device that trains and evaluates the network: `cpu`, `wgpu`, `wgpu:N` or `cuda:N`
-    /// ([`crate::device`]). The caller turns it into a device (`xqz train --device` wins over
+    /// ([`xiangqi_nn::device`]). The caller turns it into a device (`xqz train --device` wins over
     /// it); the loop runs on the device it is given.
     pub device: String,
     /// Distributed runs (`xqz train --store`): threads of the trainer's own self-play, which
@@ -280,7 +280,7 @@ impl LoopConfig {
         {
             return bad("loop.store_poll_seconds", "must be between 0.05 and 3600 seconds");
         }
-        if let Err(e) = self.device.parse::<crate::device::DeviceSpec>() {
+        if let Err(e) = self.device.parse::<xiangqi_nn::device::DeviceSpec>() {
             return Err(ConfigError { key: "loop.device", reason: e.to_string() });
         }
         Ok(())
@@ -368,7 +368,7 @@ pub enum PipelineError {
     SelfPlay(String),
     /// The network failed.
     #[error(transparent)]
-    Nn(#[from] crate::NnError),
+    Nn(#[from] xiangqi_nn::NnError),
     /// `--resume` was asked for, but the run has no checkpoint.
     #[error("nothing to resume: no checkpoint in '{}' (a run stopped before its first checkpoint was written starts again without --resume)", .0.display())]
     NothingToResume(PathBuf),

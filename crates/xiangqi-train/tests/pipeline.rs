@@ -6,12 +6,12 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use xiangqi::{Game, Position, RuleSet};
-use xiangqi_nn::pipeline::{
+use xiangqi_nn::{InferenceNet, NetConfig, TrainConfig, checkpoint, cpu_device};
+use xiangqi_search::{SearchConfig, SelfPlayConfig, list_shards};
+use xiangqi_train::pipeline::{
     IterationReport, LoopConfig, NoObserver, Observer, PipelineError, RunConfig, RunPaths,
     StopReason, TrainingRun, list_checkpoints,
 };
-use xiangqi_nn::{InferenceNet, NetConfig, TrainConfig, checkpoint, cpu_device};
-use xiangqi_search::{SearchConfig, SelfPlayConfig, list_shards};
 
 /// burn seeds weight initialisation through a process-wide generator of the device, so two runs
 /// created at the same time in one process would interleave their draws: run these tests one at

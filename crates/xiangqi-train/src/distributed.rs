@@ -33,10 +33,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use xiangqi_nn::checkpoint::{self, CheckpointError};
+use xiangqi_nn::model::Net;
 use xiangqi_store::{Created, Fetched, Store, StoreError};
-
-use crate::checkpoint::{self, CheckpointError};
-use crate::model::Net;
 
 /// The key of the owning run's id.
 pub const TRAINER_KEY: &str = "trainer";
@@ -446,8 +445,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xqz-publish-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let store = Store::open(dir.join("store").to_str().unwrap(), &[]).unwrap();
-        let config = crate::NetConfig { blocks: 1, filters: 8, ..crate::NetConfig::default() };
-        let device = crate::cpu_device();
+        let config =
+            xiangqi_nn::NetConfig { blocks: 1, filters: 8, ..xiangqi_nn::NetConfig::default() };
+        let device = xiangqi_nn::cpu_device();
         let first = Net::new(&config, &device);
         let second = Net::new(&config, &device);
         assert_eq!(publish_net(&store, 3, &first).unwrap(), Published::New);
