@@ -1,0 +1,187 @@
+//! Openings: where the games of a match begin ([`Opening`], [`parse_openings`]).
+
+use thiserror::Error;
+use xiangqi::{Game, Move, Position, RuleSet};
+
+/// The built-in openings: a name and the first moves from the start position (UCI, ranks 0–9).
+pub const BUILTIN_OPENINGS: [(&str, &str); 8] = [
+    ("central cannon vs screen horses", "h2e2 h9g7 h0g2 i9h9 i0h0 b9c7"),
+    ("same-direction cannons", "h2e2 h7e7 h0g2 h9g7"),
+    ("opposite-direction cannons", "h2e2 b7e7 h0g2 b9c7"),
+    ("elephant opening", "c0e2 h7e7 b0c2 h9g7"),
+    ("pawn opening vs cannon behind pawn", "c3c4 b7c7 h2e2 c9e7"),
+    ("horse opening", "h0g2 h9g7 g3g4 g6g5"),
+    ("palace-crossing cannon", "h2d2 h9g7 h0g2 i9h9"),
+    ("central cannon, chariot across the river", "h2e2 h9g7 h0g2 i9h9 i0h0 g6g5 h0h6"),
+];
+
+/// An opening line that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("opening {name}: {reason}")]
+pub struct OpeningError {
+    /// The opening's name (for a file: `line N`).
+    pub name: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Where games of a match begin: a start position and moves already played from it (all
+/// checked legal). The moves count as played: repetitions and clocks see them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opening {
+    name: String,
+    start: Position,
+    moves: Vec<Move>,
+}
+
+impl Opening {
+    /// An opening from a start position and moves, checked to be legal.
+    ///
+    /// # Errors
+    /// An [`OpeningError`] naming the first illegal move.
+    pub fn new(
+        name: impl Into<String>,
+        start: Position,
+        moves: Vec<Move>,
+    ) -> Result<Opening, OpeningError> {
+        let name = name.into();
+        let mut game = Game::new(start, RuleSet::Asian);
+        for (i, &m) in moves.iter().enumerate() {
+            game.play(m).map_err(|e| OpeningError {
+                name: name.clone(),
+                reason: format!("move {} '{m}': {e}", i + 1),
+            })?;
+        }
+        Ok(Opening { name, start, moves })
+    }
+
+    /// Reads one line: a FEN, a FEN followed by `moves M1 M2 ...`, or a sequence of UCI moves
+    /// (ranks 0–9) from the start position; `startpos moves ...` is accepted too.
+    ///
+    /// # Errors
+    /// An [`OpeningError`] for a bad FEN or a malformed or illegal move.
+    pub fn parse(name: impl Into<String>, line: &str) -> Result<Opening, OpeningError> {
+        let name = name.into();
+        let err = |reason: String| OpeningError { name: name.clone(), reason };
+        let line = line.trim();
+        let (head, moves_text) = match line.split_once(" moves ") {
+            Some((h, m)) => (h.trim(), m),
+            None if line.ends_with(" moves") => (line.trim_end_matches(" moves").trim(), ""),
+            None => (line, ""),
+        };
+        let (start, moves_text) = if head.contains('/') {
+            (Position::from_fen(head).map_err(|e| err(e.to_string()))?, moves_text)
+        } else if head == "startpos" {
+            (Position::start(), moves_text)
+        } else if moves_text.is_empty() {
+            (Position::start(), head)
+        } else {
+            return Err(err(format!("'{head}' is neither a FEN nor startpos")));
+        };
+        let mut pos = start;
+        let mut moves = Vec::new();
+        for (i, text) in moves_text.split_ascii_whitespace().enumerate() {
+            let m = pos.parse_uci(text).map_err(|e| err(format!("move {}: {e}", i + 1)))?;
+            pos.play_unchecked(m);
+            moves.push(m);
+        }
+        Opening::new(name, start, moves)
+    }
+
+    /// The [`BUILTIN_OPENINGS`].
+    pub fn builtin() -> Vec<Opening> {
+        BUILTIN_OPENINGS
+            .iter()
+            .filter_map(|(name, line)| Opening::parse(*name, line).ok())
+            .collect()
+    }
+
+    /// The opening's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The start position.
+    pub fn start(&self) -> &Position {
+        &self.start
+    }
+
+    /// The moves played from the start position.
+    pub fn moves(&self) -> &[Move] {
+        &self.moves
+    }
+
+    /// The game after the opening moves, under `rules`.
+    pub fn game(&self, rules: RuleSet) -> Game {
+        let mut game = Game::new(self.start, rules);
+        for &m in &self.moves {
+            if game.is_over() {
+                break;
+            }
+            game.play_unchecked(m);
+        }
+        game
+    }
+}
+
+/// Reads an openings file: one opening per line ([`Opening::parse`]); blank lines and lines
+/// starting with `#` are skipped. Openings are named `line N`.
+///
+/// # Errors
+/// The first bad line's [`OpeningError`]; an error too if the text holds no opening.
+pub fn parse_openings(text: &str) -> Result<Vec<Opening>, OpeningError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        out.push(Opening::parse(format!("line {}", i + 1), line)?);
+    }
+    if out.is_empty() {
+        return Err(OpeningError {
+            name: "file".to_string(),
+            reason: "no opening (one FEN or move sequence per line)".to_string(),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_openings_are_legal_and_distinct() {
+        let all = Opening::builtin();
+        assert_eq!(all.len(), BUILTIN_OPENINGS.len());
+        for (o, (_, line)) in all.iter().zip(BUILTIN_OPENINGS) {
+            assert_eq!(o.moves().len(), line.split_whitespace().count(), "{}", o.name());
+            assert!(!o.game(RuleSet::Asian).is_over());
+        }
+        for i in 0..all.len() {
+            for j in i + 1..all.len() {
+                assert_ne!(all[i].moves(), all[j].moves());
+            }
+        }
+    }
+
+    #[test]
+    fn opening_files_take_fens_and_moves() {
+        let text = "# comment\n\nh2e2 h9g7\n\
+                    4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1\n\
+                    rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1 moves h2e2\n\
+                    startpos moves c3c4\n";
+        let o = parse_openings(text).unwrap();
+        assert_eq!(o.len(), 4);
+        assert_eq!(o[0].name(), "line 3");
+        assert_eq!(o[0].moves().len(), 2);
+        assert_eq!(o[1].moves().len(), 0);
+        assert_eq!(o[2].moves().len(), 1);
+        assert_eq!(o[3].moves()[0].to_string(), "c3c4");
+        let e = parse_openings("h2e2 h2e2\n").unwrap_err();
+        assert!(e.to_string().contains("line 1") && e.to_string().contains("move 2"), "{e}");
+        assert!(parse_openings("4k4/9 w\n").is_err());
+        assert!(parse_openings("# nothing\n").is_err());
+    }
+}

@@ -1,0 +1,430 @@
+//! Players: the [`Player`] trait and its per-move [`MoveLimit`], the baselines
+//! ([`RandomPlayer`], [`GreedyPlayer`]), the search as a player ([`MctsPlayer`],
+//! [`drive_search`]) and the players a batched match drives itself ([`LocalPlayer`]).
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use thiserror::Error;
+use xiangqi::{Game, Move, Outcome};
+
+use crate::config::SearchConfig;
+use crate::eval::{EvalBuffer, Evaluator, recycle};
+use crate::game::SearchGame;
+use crate::search::{Search, SearchResult};
+use crate::selfplay::game_rng;
+
+/// How long a player may think about one move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoveLimit {
+    /// Simulation (node) budget, for players that count them; `None` leaves it to the player.
+    pub simulations: Option<u32>,
+    /// Time per move; `None` for no time limit.
+    pub movetime: Option<Duration>,
+    /// Grace beyond `movetime` before a move counts as late (process start-up, pipes, the
+    /// operating system). Only used with a `movetime`.
+    pub margin: Duration,
+}
+
+impl Default for MoveLimit {
+    /// 200 simulations, no time limit, a 1 s margin.
+    fn default() -> Self {
+        MoveLimit { simulations: Some(200), movetime: None, margin: Duration::from_secs(1) }
+    }
+}
+
+impl MoveLimit {
+    /// The latest a move may arrive after the player is asked: `movetime + margin`.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.movetime.map(|t| t + self.margin)
+    }
+}
+
+/// Why a player produced no usable move. Each loses the game ([`ForfeitKind`]).
+///
+/// [`ForfeitKind`]: super::ForfeitKind
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum PlayerError {
+    /// The player proposed a move that is not legal, or text that is not a move.
+    #[error("illegal move: {0}")]
+    Illegal(String),
+    /// The player did not answer within its time.
+    #[error("timeout: {0}")]
+    Timeout(String),
+    /// The player (an engine process) died or closed its output.
+    #[error("crash: {0}")]
+    Crashed(String),
+    /// Any other failure (an evaluator error, an engine that reports no move, ...).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Something that chooses moves: a baseline, the search, or an external engine.
+///
+/// Players only propose moves; the arena checks them and the rules judge the game.
+pub trait Player {
+    /// A short name for tables and PGN tags.
+    fn name(&self) -> &str;
+
+    /// Called before each game with the game's number in the match (seed per-game randomness
+    /// from it; an engine gets `ucinewgame`).
+    ///
+    /// # Errors
+    /// A [`PlayerError`] if the player cannot play (it then forfeits the game).
+    fn new_game(&mut self, game_id: u64) -> Result<(), PlayerError> {
+        let _ = game_id;
+        Ok(())
+    }
+
+    /// Chooses a move for the side to move in `game` (which is not over), within `limit`.
+    ///
+    /// # Errors
+    /// A [`PlayerError`] when no move can be given; the player then loses the game.
+    fn choose_move(&mut self, game: &Game, limit: &MoveLimit) -> Result<Move, PlayerError>;
+}
+
+impl<P: Player + ?Sized> Player for Box<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn new_game(&mut self, game_id: u64) -> Result<(), PlayerError> {
+        (**self).new_game(game_id)
+    }
+    fn choose_move(&mut self, game: &Game, limit: &MoveLimit) -> Result<Move, PlayerError> {
+        (**self).choose_move(game, limit)
+    }
+}
+
+/// Plays a uniformly random legal move. Game `i` of a match draws from a generator seeded by
+/// (`seed`, `i`), so results do not depend on the order games are played in.
+#[derive(Clone, Debug)]
+pub struct RandomPlayer {
+    seed: u64,
+    rng: ChaCha8Rng,
+}
+
+impl RandomPlayer {
+    /// A random player with a master seed.
+    pub fn new(seed: u64) -> RandomPlayer {
+        RandomPlayer { seed, rng: game_rng(seed, 0) }
+    }
+}
+
+fn no_move() -> PlayerError {
+    PlayerError::Failed("asked to move in a position without legal moves".to_string())
+}
+
+impl Player for RandomPlayer {
+    fn name(&self) -> &str {
+        "random"
+    }
+    fn new_game(&mut self, game_id: u64) -> Result<(), PlayerError> {
+        self.rng = game_rng(self.seed, game_id);
+        Ok(())
+    }
+    fn choose_move(&mut self, game: &Game, _limit: &MoveLimit) -> Result<Move, PlayerError> {
+        let moves = game.legal_moves();
+        if moves.is_empty() {
+            return Err(no_move());
+        }
+        Ok(moves[self.rng.random_range(0..moves.len())])
+    }
+}
+
+/// A one-ply baseline: a move that wins at once if there is one (checkmate, leaving no legal
+/// move, or any other verdict of the rules in the mover's favour), else the capture of the most
+/// valuable piece ([`xiangqi::PieceKind::value`]), else a random legal move. Ties are broken at
+/// random; seeded per game like [`RandomPlayer`].
+#[derive(Clone, Debug)]
+pub struct GreedyPlayer {
+    seed: u64,
+    rng: ChaCha8Rng,
+}
+
+impl GreedyPlayer {
+    /// A greedy player with a master seed.
+    pub fn new(seed: u64) -> GreedyPlayer {
+        GreedyPlayer { seed, rng: game_rng(seed, 0) }
+    }
+}
+
+impl Player for GreedyPlayer {
+    fn name(&self) -> &str {
+        "greedy"
+    }
+    fn new_game(&mut self, game_id: u64) -> Result<(), PlayerError> {
+        self.rng = game_rng(self.seed, game_id);
+        Ok(())
+    }
+    fn choose_move(&mut self, game: &Game, _limit: &MoveLimit) -> Result<Move, PlayerError> {
+        let moves = game.legal_moves();
+        if moves.is_empty() {
+            return Err(no_move());
+        }
+        let mover = game.position().turn();
+        let wins: Vec<Move> = moves
+            .iter()
+            .copied()
+            .filter(|&m| {
+                let mut g = game.clone();
+                g.play_unchecked(m).and_then(Outcome::winner) == Some(mover)
+            })
+            .collect();
+        if !wins.is_empty() {
+            return Ok(wins[self.rng.random_range(0..wins.len())]);
+        }
+        let value = |m: Move| game.position().piece_at(m.to()).map_or(0, |p| p.kind.value());
+        let best = moves.iter().map(|&m| value(m)).max().unwrap_or(0);
+        let pool: Vec<Move> = if best > 0 {
+            moves.iter().copied().filter(|&m| value(m) == best).collect()
+        } else {
+            moves.to_vec()
+        };
+        Ok(pool[self.rng.random_range(0..pool.len())])
+    }
+}
+
+/// Drives a started `search` with `evaluator` until it has run its simulations or `stop`
+/// (asked after every evaluation batch) returns true. At least one batch is evaluated, so the
+/// root has priors afterwards. `batch` is the number of leaves gathered per batch.
+///
+/// # Errors
+/// The evaluator's error.
+pub fn drive_search<G: SearchGame, E: Evaluator<G>>(
+    search: &mut Search<G>,
+    evaluator: &mut E,
+    buffer: &mut EvalBuffer,
+    batch: usize,
+    mut stop: impl FnMut(&Search<G>) -> bool,
+) -> Result<(), E::Error> {
+    let mut spare = Vec::new();
+    loop {
+        search.gather(batch.max(1));
+        let mut requests = recycle(spare);
+        search.requests(&mut requests);
+        buffer.prepare(&requests);
+        evaluator.evaluate(&requests, buffer)?;
+        spare = recycle(requests);
+        search.apply(buffer, 0);
+        if search.is_done() || stop(search) {
+            return Ok(());
+        }
+    }
+}
+
+/// Most simulations a timed search starts with (it stops at its deadline long before).
+const TIMED_SIMULATIONS: u32 = 1 << 20;
+
+/// The search as a player: temperature 0 (the search's best move), no noise, a fresh tree for
+/// every move. Generic over the evaluator; with [`crate::UniformEvaluator`] it is guided only
+/// by the rules' terminal values.
+///
+/// With a [`MoveLimit::movetime`] it searches until that time (or the simulation budget, if
+/// one is given) runs out; otherwise it runs the budget, or `default_simulations`.
+pub struct MctsPlayer<E> {
+    name: String,
+    evaluator: E,
+    config: SearchConfig,
+    buffer: EvalBuffer,
+    rng: ChaCha8Rng,
+}
+
+impl<E: Evaluator<Game>> MctsPlayer<E> {
+    /// A player searching with `evaluator` and `config` (its `simulations` is the default
+    /// budget).
+    ///
+    /// # Errors
+    /// The config's first bad key ([`SearchConfig::validate`]).
+    pub fn new(
+        name: impl Into<String>,
+        evaluator: E,
+        config: SearchConfig,
+    ) -> Result<MctsPlayer<E>, crate::ConfigError> {
+        config.validate()?;
+        Ok(MctsPlayer {
+            name: name.into(),
+            evaluator,
+            config,
+            buffer: EvalBuffer::new(),
+            rng: ChaCha8Rng::seed_from_u64(0),
+        })
+    }
+
+    /// The search settings.
+    pub fn config(&self) -> &SearchConfig {
+        &self.config
+    }
+
+    /// Searches `game` within `limit` and returns the search's view of the root.
+    ///
+    /// # Errors
+    /// [`PlayerError::Failed`] if the game is over or the evaluator fails.
+    pub fn search(
+        &mut self,
+        game: &Game,
+        limit: &MoveLimit,
+    ) -> Result<SearchResult<Move>, PlayerError> {
+        if game.is_over() {
+            return Err(no_move());
+        }
+        let mut search = Search::new(game.clone(), self.config.clone());
+        let batch = self.config.virtual_loss_batch as usize;
+        let fail = |e: E::Error| PlayerError::Failed(format!("evaluator: {e}"));
+        match limit.movetime {
+            Some(t) => {
+                let deadline = Instant::now() + t;
+                let budget = limit.simulations.unwrap_or(TIMED_SIMULATIONS).clamp(1, 1 << 24);
+                search.start(budget, false, &mut self.rng);
+                drive_search(&mut search, &mut self.evaluator, &mut self.buffer, batch, |_| {
+                    Instant::now() >= deadline
+                })
+                .map_err(fail)?;
+            }
+            None => {
+                let budget = limit.simulations.unwrap_or(self.config.simulations).clamp(1, 1 << 24);
+                search.start(budget, false, &mut self.rng);
+                drive_search(&mut search, &mut self.evaluator, &mut self.buffer, batch, |_| false)
+                    .map_err(fail)?;
+            }
+        }
+        Ok(search.result())
+    }
+}
+
+impl<E> fmt::Debug for MctsPlayer<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MctsPlayer").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl<E: Evaluator<Game>> Player for MctsPlayer<E> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn choose_move(&mut self, game: &Game, limit: &MoveLimit) -> Result<Move, PlayerError> {
+        Ok(self.search(game, limit)?.best)
+    }
+}
+
+/// A player that [`run_match_batched`] drives itself, so that the leaves of many games' searches
+/// can share one evaluation batch.
+///
+/// [`run_match_batched`]: super::run_match_batched
+#[derive(Clone, Debug, PartialEq)]
+pub enum LocalPlayer {
+    /// A [`RandomPlayer`] with this master seed.
+    Random {
+        /// The master seed (game `i` plays from a generator seeded by (`seed`, `i`)).
+        seed: u64,
+    },
+    /// A [`GreedyPlayer`] with this master seed.
+    Greedy {
+        /// The master seed (game `i` plays from a generator seeded by (`seed`, `i`)).
+        seed: u64,
+    },
+    /// The search, exactly as [`MctsPlayer`] plays it: temperature 0, no noise, a fresh tree
+    /// for every move, [`MoveLimit::simulations`] simulations a move or else
+    /// `config.simulations`, and `config.virtual_loss_batch` leaves per tree per batch.
+    Mcts {
+        /// The name in tables and PGN tags.
+        name: String,
+        /// The search settings.
+        config: SearchConfig,
+    },
+}
+
+impl LocalPlayer {
+    /// The name in tables and PGN tags: `random`, `greedy`, or the search's name.
+    pub fn name(&self) -> &str {
+        match self {
+            LocalPlayer::Random { .. } => "random",
+            LocalPlayer::Greedy { .. } => "greedy",
+            LocalPlayer::Mcts { name, .. } => name,
+        }
+    }
+
+    /// Whether the player searches (and so needs an evaluator).
+    pub fn is_mcts(&self) -> bool {
+        matches!(self, LocalPlayer::Mcts { .. })
+    }
+
+    /// The same player for the sequential [`run_match`]; an MCTS player searches with
+    /// `evaluator` (the others ignore it).
+    ///
+    /// # Errors
+    /// An MCTS player's invalid config ([`SearchConfig::validate`]).
+    ///
+    /// [`run_match`]: super::run_match
+    pub fn to_player<'e, E: Evaluator<Game> + 'e>(
+        &self,
+        evaluator: E,
+    ) -> Result<Box<dyn Player + 'e>, crate::ConfigError> {
+        Ok(match self {
+            LocalPlayer::Random { seed } => Box::new(RandomPlayer::new(*seed)),
+            LocalPlayer::Greedy { seed } => Box::new(GreedyPlayer::new(*seed)),
+            LocalPlayer::Mcts { name, config } => {
+                Box::new(MctsPlayer::new(name.clone(), evaluator, config.clone())?)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use xiangqi::{Color, Position, RuleSet};
+
+    use crate::UniformEvaluator;
+
+    use super::*;
+
+    fn game(fen: &str) -> Game {
+        Game::new(Position::from_fen(fen).unwrap(), RuleSet::Asian)
+    }
+
+    #[test]
+    fn greedy_mates_in_one() {
+        // b7-b9 mates (see the search tests); a8-f8 wins too (Black is left without a move).
+        let g = game("4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1");
+        for seed in 0..10 {
+            let mut p = GreedyPlayer::new(seed);
+            let m = p.choose_move(&g, &MoveLimit::default()).unwrap();
+            let mut after = g.clone();
+            let o = after.play(m).unwrap().expect("the move ends the game");
+            assert_eq!(o.winner(), Some(Color::Red), "{m}");
+        }
+    }
+
+    #[test]
+    fn greedy_takes_the_chariot_over_a_soldier() {
+        // The red chariot on e4 can take a black soldier on e5 or a black chariot on a4.
+        let g = game("3k5/9/9/9/4p4/r3R4/9/9/9/5K3 w - - 0 1");
+        let soldier = g.position().parse_uci("e4e5").unwrap();
+        let chariot = g.position().parse_uci("e4a4").unwrap();
+        assert!(g.legal_moves().contains(&soldier));
+        for seed in 0..10 {
+            let mut p = GreedyPlayer::new(seed);
+            assert_eq!(p.choose_move(&g, &MoveLimit::default()).unwrap(), chariot);
+        }
+    }
+
+    #[test]
+    fn mcts_player_mates_and_respects_movetime() {
+        let g = game("4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1");
+        let mut p = MctsPlayer::new("mcts", UniformEvaluator, SearchConfig::default()).unwrap();
+        let limit = MoveLimit { simulations: Some(400), ..MoveLimit::default() };
+        let m = p.choose_move(&g, &limit).unwrap();
+        let mut after = g.clone();
+        assert_eq!(after.play(m).unwrap().and_then(Outcome::winner), Some(Color::Red), "{m}");
+        let timed = MoveLimit {
+            simulations: None,
+            movetime: Some(Duration::from_millis(50)),
+            margin: Duration::ZERO,
+        };
+        let start = Instant::now();
+        let r = p.search(&Game::new(Position::start(), RuleSet::Asian), &timed).unwrap();
+        assert!(start.elapsed() < Duration::from_millis(400), "{:?}", start.elapsed());
+        assert!(r.total_visits() > 0);
+    }
+}
