@@ -32,7 +32,7 @@
 //!
 //! Scores and limits: see [`crate::uci_search`].
 
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, BufRead, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -43,7 +43,7 @@ use std::time::Duration;
 use xiangqi::{Game, Move, Position, RuleSet, Setup, Validation};
 use xiangqi_search::Evaluator;
 
-use crate::uci_search::{self, Controls, Job};
+use crate::uci_search::{self, Controls, Dialect, Job, Output};
 
 /// The message for `NetPath` when the engine has no way to load a network.
 pub const NET_UNAVAILABLE: &str =
@@ -66,35 +66,6 @@ pub struct Args {
     /// The network's device: cpu, wgpu, wgpu:N or cuda:N.
     #[arg(long, default_value = "cpu")]
     device: String,
-}
-
-/// Which protocol the engine answers in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
-    /// UCI (the default until `ucci` is received).
-    Uci,
-    /// UCCI.
-    Ucci,
-}
-
-/// A shared, line-flushed output.
-#[derive(Clone)]
-pub struct Output(Arc<Mutex<Box<dyn Write + Send>>>);
-
-impl Output {
-    /// Output to `w`.
-    pub fn new(w: Box<dyn Write + Send>) -> Output {
-        Output(Arc::new(Mutex::new(w)))
-    }
-
-    /// Writes one line and flushes it (errors are ignored: a closed pipe ends the input too).
-    pub fn line(&self, text: &str) {
-        let mut w = match self.0.lock() {
-            Ok(w) => w,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let _ = writeln!(w, "{text}").and_then(|()| w.flush());
-    }
 }
 
 /// Engine options.
@@ -818,6 +789,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::*;
     use xiangqi_search::UniformEvaluator;
 

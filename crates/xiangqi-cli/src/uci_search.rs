@@ -22,6 +22,7 @@
 //! `M` the moves (not plies) to that verdict. UCCI prints `score C` without `cp`, mates as
 //! `±(10000 − plies)`, and no `wdl` or `multipv`.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -33,14 +34,41 @@ use xiangqi_search::{
     EvalBuffer, EvalRequest, Evaluator, NodeId, NodeStatus, Search, SearchConfig, Tree, game_rng,
 };
 
-use crate::uci::{Dialect, Output};
-
 /// How often `info` is printed while searching.
 const INFO_INTERVAL: Duration = Duration::from_millis(500);
 /// Simulations per search chunk when the limit is a time or `stop`.
 const CHUNK: u32 = 1 << 16;
 /// Largest simulation budget of one search.
 pub const MAX_SIMULATIONS: u64 = 1 << 30;
+
+/// Which protocol the engine answers in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// UCI (the default until `ucci` is received).
+    Uci,
+    /// UCCI.
+    Ucci,
+}
+
+/// A shared, line-flushed output.
+#[derive(Clone)]
+pub struct Output(Arc<Mutex<Box<dyn Write + Send>>>);
+
+impl Output {
+    /// Output to `w`.
+    pub fn new(w: Box<dyn Write + Send>) -> Output {
+        Output(Arc::new(Mutex::new(w)))
+    }
+
+    /// Writes one line and flushes it (errors are ignored: a closed pipe ends the input too).
+    pub fn line(&self, text: &str) {
+        let mut w = match self.0.lock() {
+            Ok(w) => w,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let _ = writeln!(w, "{text}").and_then(|()| w.flush());
+    }
+}
 
 /// The simulation budget of `go depth D`: `16 · 2^min(D, 20)`.
 pub fn depth_simulations(depth: u32) -> u64 {
