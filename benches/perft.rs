@@ -1,12 +1,12 @@
 //! Move generation benchmarks of the rules crate. Each bench asserts its node count, so a fast
 //! wrong answer fails.
 //!
-//! Run: `cargo bench -p xiangqi --bench perft`.
+//! Run: `cargo bench -p xiangqi --bench perft` (janggi only: `... --bench perft -- janggi`).
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use xiangqi::{Position, perft};
+use xiangqi::{Position, janggi, perft};
 
 const MIDGAME: &str =
     "1rbaka2R/5r3/6n2/2p1p1p2/4P1bP1/PpC3Bc1/1nPR2P2/2N2AN2/1c2K1p2/2BAC4 w - - 0 1";
@@ -27,6 +27,22 @@ fn bench_perft(c: &mut Criterion) {
     group.finish();
 }
 
+fn bench_janggi_perft(c: &mut Criterion) {
+    let mut group = c.benchmark_group("janggi_perft");
+    group.sample_size(10);
+    let traditional = janggi::Position::start(janggi::Rules::Traditional);
+    group.throughput(Throughput::Elements(1_085_579));
+    group.bench_function("traditional_start_depth4", |b| {
+        b.iter(|| assert_eq!(janggi::perft(black_box(&traditional), 4), 1_085_579));
+    });
+    let site = janggi::Position::start(janggi::Rules::Site);
+    group.throughput(Throughput::Elements(149_974));
+    group.bench_function("site_start_depth3", |b| {
+        b.iter(|| assert_eq!(janggi::perft(black_box(&site), 3), 149_974));
+    });
+    group.finish();
+}
+
 fn bench_movegen(c: &mut Criterion) {
     let mid = Position::from_fen(MIDGAME).expect("valid FEN");
     c.bench_function("legal_moves/midgame", |b| {
@@ -42,5 +58,5 @@ fn bench_movegen(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_perft, bench_movegen);
+criterion_group!(benches, bench_perft, bench_janggi_perft, bench_movegen);
 criterion_main!(benches);

@@ -375,7 +375,7 @@ pub const fn piece_code(piece: Option<Piece>) -> u8 {
 
 /// The piece of a compact code: `Ok(None)` for 0, `Ok(Some(_))` for 1..=14, `Err(())` otherwise.
 #[inline]
-const fn code_piece(code: u8) -> Result<Option<Piece>, ()> {
+pub(crate) const fn code_piece(code: u8) -> Result<Option<Piece>, ()> {
     if code == EMPTY_CODE {
         return Ok(None);
     }

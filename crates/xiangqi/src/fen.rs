@@ -6,12 +6,12 @@
 //! `b` for Black. The last four fields (castling `-`, en passant `-`, halfmove clock, fullmove
 //! number) are optional and default to `- - 0 1`.
 
+use std::fmt;
+
 use crate::error::{FenError, FenField, ParseFenError};
+pub use crate::position::MAX_COUNTER;
 use crate::position::{Position, Setup, Validation};
 use crate::types::{Color, Piece};
-
-/// Largest accepted value of the two counters (ample for any game, and safe from overflow).
-pub const MAX_COUNTER: u32 = 1_000_000;
 
 fn err(field: FenField, reason: impl Into<String>) -> ParseFenError {
     ParseFenError { field, reason: reason.into() }
@@ -188,5 +188,27 @@ impl Position {
     /// The position as a six-field FEN string.
     pub fn fen(&self) -> String {
         write_fen(&self.to_setup())
+    }
+}
+
+impl fmt::Debug for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Position({})", write_fen(&self.to_setup()))
+    }
+}
+
+impl fmt::Display for Position {
+    /// A text diagram, rank 9 at the top, followed by the FEN.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for r in (0..10).rev() {
+            write!(f, "{r} ")?;
+            for file in 0..9 {
+                let c = self.board()[r * 9 + file].map_or('.', |p| p.fen_char());
+                write!(f, " {c}")?;
+            }
+            writeln!(f)?;
+        }
+        writeln!(f, "   a b c d e f g h i")?;
+        write!(f, "{}", write_fen(&self.to_setup()))
     }
 }

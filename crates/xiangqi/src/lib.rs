@@ -3,6 +3,11 @@
 //! [`Game`] that judges checkmate, repetition (perpetual check and chase), move limits and dead
 //! material under a named [`RuleSet`].
 //!
+//! [`janggi`] (Korean chess) shares the board geometry, the [`Square`], [`Move`], [`Piece`] and
+//! [`Outcome`] types and the Zobrist tables, and brings its own position (with the pass), game,
+//! rule sets ([`janggi::Rules`]: `site`, `traditional`), perft and environment view
+//! ([`janggi::env`]).
+//!
 //! The crate does no I/O, never panics on untrusted input (FEN and move text), and never
 //! allocates while generating moves.
 //!
@@ -26,6 +31,7 @@ pub mod env;
 mod error;
 pub mod fen;
 mod game;
+pub mod janggi;
 mod moves;
 mod notation;
 mod perft;

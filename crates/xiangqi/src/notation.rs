@@ -27,7 +27,7 @@ impl RankBase {
     }
 }
 
-fn parse_square(text: &str, s: &str, base: RankBase) -> Result<Square, ParseMoveError> {
+pub(crate) fn parse_square(text: &str, s: &str, base: RankBase) -> Result<Square, ParseMoveError> {
     let mut chars = s.chars();
     let file = chars
         .next()

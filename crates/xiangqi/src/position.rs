@@ -1,8 +1,6 @@
 //! [`Setup`] (unvalidated) and [`Position`] (validated): placement, side to move, clocks,
 //! Zobrist key; legal move generation, check detection, make and unmake.
 
-use std::fmt;
-
 use crate::error::{IllegalMoveReason, PlayError, PositionError};
 use crate::moves::{Move, MoveList};
 use crate::tables::{
@@ -75,6 +73,10 @@ pub struct Undo {
     pub captured: Option<Piece>,
     halfmove_clock: u32,
 }
+
+/// Largest accepted value of the two counters (ample for any game, and safe from overflow);
+/// also available as `xiangqi::fen::MAX_COUNTER`.
+pub const MAX_COUNTER: u32 = 1_000_000;
 
 /// The start position in FEN.
 pub const START_FEN: &str = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1";
@@ -251,10 +253,10 @@ impl Position {
     /// a general or advisor outside its palace, an elephant or soldier (strict mode: also an
     /// advisor) on a point it can never reach, more pieces of a kind than the set has, generals
     /// facing each other, the side not to move in check, or a clock beyond
-    /// [`crate::fen::MAX_COUNTER`].
+    /// [`MAX_COUNTER`].
     pub fn from_setup(setup: &Setup, validation: Validation) -> Result<Position, PositionError> {
         let strict = validation == Validation::Strict;
-        let max = crate::fen::MAX_COUNTER;
+        let max = MAX_COUNTER;
         if setup.halfmove_clock > max || setup.fullmove_number > max {
             return Err(PositionError::CounterOutOfRange {
                 halfmove: setup.halfmove_clock,
@@ -733,27 +735,5 @@ impl Position {
 impl Default for Position {
     fn default() -> Position {
         Position::start()
-    }
-}
-
-impl fmt::Debug for Position {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Position({})", crate::fen::write_fen(&self.to_setup()))
-    }
-}
-
-impl fmt::Display for Position {
-    /// A text diagram, rank 9 at the top, followed by the FEN.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for r in (0..10).rev() {
-            write!(f, "{r} ")?;
-            for file in 0..9 {
-                let c = self.board[r * 9 + file].map_or('.', |p| p.fen_char());
-                write!(f, " {c}")?;
-            }
-            writeln!(f)?;
-        }
-        writeln!(f, "   a b c d e f g h i")?;
-        write!(f, "{}", crate::fen::write_fen(&self.to_setup()))
     }
 }
