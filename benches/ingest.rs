@@ -38,20 +38,27 @@ fn shards() -> Vec<Vec<u8>> {
     let mut selfplay = c.selfplay;
     selfplay.length_cap = 150;
     let mut out = Vec::new();
-    let mut shard = Shard::new(selfplay.rules);
+    let rules = selfplay.rules_for::<xiangqi::Game>().expect("cpu.toml's rules");
+    let mut shard = Shard::new::<xiangqi::Game>(rules);
     let mut in_shard = 0;
-    play_games(&c.search, &selfplay, SHARDS * GAMES_PER_SHARD, &mut UniformEvaluator, |e| {
-        if let SelfPlayEvent::GameFinished(record, _) = e {
-            shard.push_game_of(record, 7, 0);
-            in_shard += 1;
-            if in_shard == GAMES_PER_SHARD {
-                out.push(write_shard_to(Cursor::new(Vec::new()), &shard).unwrap().into_inner());
-                shard = Shard::new(selfplay.rules);
-                in_shard = 0;
+    play_games::<xiangqi::Game, _, _>(
+        &c.search,
+        &selfplay,
+        SHARDS * GAMES_PER_SHARD,
+        &mut UniformEvaluator,
+        |e| {
+            if let SelfPlayEvent::GameFinished(record, _) = e {
+                shard.push_game_of(record, 7, 0);
+                in_shard += 1;
+                if in_shard == GAMES_PER_SHARD {
+                    out.push(write_shard_to(Cursor::new(Vec::new()), &shard).unwrap().into_inner());
+                    shard = Shard::new::<xiangqi::Game>(rules);
+                    in_shard = 0;
+                }
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
     .expect("self-play");
     out
 }

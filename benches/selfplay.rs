@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use xiangqi::Game;
 use xiangqi_search::{ScriptedEvaluator, SearchConfig, SelfPlayConfig, play_games};
 
 const GAMES: u64 = 32;
@@ -38,7 +39,7 @@ fn bench_selfplay(c: &mut Criterion) {
     group.bench_function("32_games_2_threads_4ms_batches", |b| {
         b.iter(|| {
             let mut eval = ScriptedEvaluator::uniform().with_delay(DELAY);
-            let stats = play_games(&search, &selfplay, GAMES, &mut eval, |_| Ok(()))
+            let stats = play_games::<Game, _, _>(&search, &selfplay, GAMES, &mut eval, |_| Ok(()))
                 .expect("uniform evaluation cannot fail");
             assert_eq!(stats.games_finished, GAMES);
             fractions.push(stats.busy_fraction());

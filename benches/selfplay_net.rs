@@ -60,8 +60,14 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut evaluator = NnEvaluator::new(folded.clone());
             let start = Instant::now();
-            let stats = play_games(&search, &selfplay, GAMES, &mut evaluator, |_| Ok(()))
-                .expect("self-play with the network");
+            let stats = play_games::<xiangqi::Game, _, _>(
+                &search,
+                &selfplay,
+                GAMES,
+                &mut evaluator,
+                |_| Ok(()),
+            )
+            .expect("self-play with the network");
             let secs = start.elapsed().as_secs_f64();
             assert_eq!(stats.games_finished, GAMES);
             assert!(stats.evaluations > 0);

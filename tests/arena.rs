@@ -91,7 +91,8 @@ fn greedy_beats_random_and_the_pgn_replays() {
         let red = if i % 2 == 0 { "greedy" } else { "random" };
         assert_eq!(tag(g, "Red"), Some(red), "{g}");
         // Every move is legal, and the rules agree with the recorded verdict.
-        let (start, moves) = parse_pgn_moves(g, RuleSet::Asian).unwrap_or_else(|e| panic!("{e}"));
+        let (start, moves) =
+            parse_pgn_moves::<xiangqi::Game>(g, RuleSet::Asian).unwrap_or_else(|e| panic!("{e}"));
         let mut game = Game::new(start, RuleSet::Asian);
         for m in moves {
             game.play(m).unwrap();
@@ -179,7 +180,7 @@ fn uci_engine_subprocess_plays_whole_games() {
     assert_eq!(forfeits(&table, "A")[..], [0.0; 4], "no forfeits: {table}");
     let text = fs::read_to_string(&pgn).unwrap();
     for g in games(&text) {
-        parse_pgn_moves(&g, RuleSet::Asian).unwrap_or_else(|e| panic!("{e}: {g}"));
+        parse_pgn_moves::<xiangqi::Game>(&g, RuleSet::Asian).unwrap_or_else(|e| panic!("{e}: {g}"));
         assert!(tag(&g, "Forfeit").is_none(), "{g}");
     }
     let _ = fs::remove_dir_all(&dir);

@@ -54,7 +54,7 @@ fn selfplay_writes_shards_and_pgn() {
     let games: Vec<String> = pgn.split("[Game ").skip(1).map(|g| format!("[Game {g}")).collect();
     assert_eq!(games.len(), 3);
     for g in &games {
-        let (_, moves) = parse_pgn_moves(g, RuleSet::Asian).unwrap();
+        let (_, moves) = parse_pgn_moves::<xiangqi::Game>(g, RuleSet::Asian).unwrap();
         assert!(!moves.is_empty());
     }
     // A second run numbers its shards after the first.

@@ -22,6 +22,14 @@
 //! plays an illegal move loses the game. Every other verdict comes from the rules (`--rules`),
 //! or from `--max-plies` (a draw).
 //!
+//! The game (`--game xiangqi|janggi`) is the networks' (from their manifests; two networks of
+//! different games are refused), or xiangqi when no network plays; `--game` must agree with
+//! the networks. `--rules` defaults to the game's default rule set (`asian`, `site`). For
+//! janggi the built-in openings are the eight pairings of the horse and elephant arrangements
+//! ([`xiangqi_search::game::JANGGI_OPENINGS`]), and an external engine is told nothing about the
+//! variant: give it `--a-option UCI_Variant=janggi` (Fairy-Stockfish) and `--a-ranks 1` as its
+//! protocol needs.
+//!
 //! Games come in pairs over the openings (the 8 built-in ones, or `--openings FILE` with one FEN
 //! or move sequence per line), each opening once with each colour. With `--sprt ELO0,ELO1`
 //! (optionally `,ALPHA,BETA`; default 0.05 each) the match stops once the test decides.
@@ -43,13 +51,13 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use xiangqi::{OutcomeReason, RankBase, RuleSet};
+use xiangqi::{Game, OutcomeReason, RankBase, janggi};
 use xiangqi_search::arena::{
     ArenaGame, BatchCounters, ForfeitKind, GameSettings, LocalPlayer, MatchConfig, MatchStats,
     MoveLimit, Opening, Player, Sprt, parse_openings, run_match, run_match_batched,
     run_match_batched_shared,
 };
-use xiangqi_search::{SearchConfig, UniformEvaluator};
+use xiangqi_search::{GameEnv, GameKind, SearchConfig, UniformEvaluator};
 
 use crate::engine::{EnginePlayer, EngineSpec, Protocol};
 use crate::net::AnyEvaluator;
@@ -79,9 +87,13 @@ pub struct Args {
     /// Openings file: one FEN, `FEN moves M...` or UCI move sequence per line.
     #[arg(long)]
     openings: Option<PathBuf>,
-    /// Rule set: `asian` or `simple`.
-    #[arg(long, default_value = "asian")]
-    rules: RuleSet,
+    /// The game: xiangqi or janggi (default: the networks' game, else xiangqi).
+    #[arg(long)]
+    game: Option<GameKind>,
+    /// Rule set: `asian` or `simple` for xiangqi, `site` or `traditional` for janggi (default:
+    /// the game's default, `asian` or `site`).
+    #[arg(long)]
+    rules: Option<String>,
     /// Sequential test: `ELO0,ELO1` or `ELO0,ELO1,ALPHA,BETA`.
     #[arg(long, allow_hyphen_values = true)]
     sprt: Option<String>,
@@ -176,11 +188,11 @@ pub(crate) enum PlayerSpec {
 
 impl PlayerSpec {
     /// Starts the player for a sequential match (an engine starts its process).
-    pub(crate) fn start(
+    pub(crate) fn start<G: GameEnv>(
         &self,
         spec: &str,
         device: &xiangqi_nn::Device,
-    ) -> anyhow::Result<Box<dyn Player>> {
+    ) -> anyhow::Result<Box<dyn Player<G>>> {
         match self {
             PlayerSpec::Local(p) => Ok(p.to_player(UniformEvaluator)?),
             PlayerSpec::Net(p, path) => Ok(p.to_player(crate::net::load(path, device)?)?),
@@ -266,7 +278,7 @@ fn make_player(
     options: &[String],
     ranks: u8,
     seed: u64,
-) -> anyhow::Result<Box<dyn Player>> {
+) -> anyhow::Result<Box<dyn Player<Game>>> {
     parse_player(spec, options, ranks, seed)?.start(spec, &xiangqi_nn::cpu_device())
 }
 
@@ -297,13 +309,17 @@ fn batch_line(c: &BatchCounters) -> String {
     )
 }
 
-fn print_table(names: [&str; 2], stats: &MatchStats, config: &MatchConfig) {
+fn print_table<G: GameEnv>(names: [&str; 2], stats: &MatchStats, config: &MatchConfig<G>) {
     outln!("A: {}", names[0]);
     outln!("B: {}", names[1]);
     outln!("{:<14}{:>7}{:>7}{:>7}{:>7}{:>9}", "", "games", "wins", "draws", "losses", "score");
-    for (label, w) in
-        [("A with Red", stats.a_red), ("A with Black", stats.a_black), ("A total", stats.wdl)]
-    {
+    let with_first = format!("A with {}", G::SIDE_TAGS[0]);
+    let with_second = format!("A with {}", G::SIDE_TAGS[1]);
+    for (label, w) in [
+        (with_first.as_str(), stats.a_red),
+        (with_second.as_str(), stats.a_black),
+        ("A total", stats.wdl),
+    ] {
         outln!(
             "{:<14}{:>7}{:>7}{:>7}{:>7}{:>8.1}%",
             label,
@@ -362,14 +378,6 @@ fn print_table(names: [&str; 2], stats: &MatchStats, config: &MatchConfig) {
 /// Bad arguments, an unreadable openings file, a player that cannot start, a PGN write error.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let sprt = args.sprt.as_deref().map(parse_sprt).transpose()?;
-    let openings = match &args.openings {
-        Some(path) => {
-            let text = fs::read_to_string(path)
-                .with_context(|| format!("cannot read openings {}", path.display()))?;
-            parse_openings(&text).with_context(|| format!("openings {}", path.display()))?
-        }
-        None => Opening::builtin(),
-    };
     let mut a = parse_player(&args.a, &args.a_option, args.a_ranks, args.seed).context("--a")?;
     let mut b = parse_player(&args.b, &args.b_option, args.b_ranks, args.seed ^ 0x9e37_79b9)
         .context("--b")?;
@@ -382,13 +390,50 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             (_, Some(_)) => bail!("{flag} is a limit of an external engine (uci: or ucci:)"),
         }
     }
+    let mut game = args.game;
+    for (player, flag) in [(&a, "--a"), (&b, "--b")] {
+        if let PlayerSpec::Net(_, path) = player {
+            let net_game = crate::net::game_of(path).context(flag)?;
+            match game {
+                Some(g) if g != net_game => {
+                    bail!("{flag}: the network plays {net_game}, but the match is {g}")
+                }
+                _ => game = Some(net_game),
+            }
+        }
+    }
+    match game.unwrap_or_default() {
+        GameKind::Xiangqi => run_game::<Game>(args, a, b, sprt),
+        GameKind::Janggi => run_game::<janggi::Game>(args, a, b, sprt),
+    }
+}
+
+/// Plays the match of game `G`.
+fn run_game<G: GameEnv>(
+    args: &Args,
+    a: PlayerSpec,
+    b: PlayerSpec,
+    sprt: Option<Sprt>,
+) -> anyhow::Result<ExitCode> {
+    let rules = match &args.rules {
+        Some(name) => G::parse_rules(name).map_err(|e| anyhow::anyhow!("--rules: {e}"))?,
+        None => G::default_rules(),
+    };
+    let openings = match &args.openings {
+        Some(path) => {
+            let text = fs::read_to_string(path)
+                .with_context(|| format!("cannot read openings {}", path.display()))?;
+            parse_openings::<G>(&text).with_context(|| format!("openings {}", path.display()))?
+        }
+        None => Opening::<G>::builtin(),
+    };
     let device = crate::net::device(&args.device)?;
     let movetime = args.movetime.map(Duration::from_millis);
     let simulations = args.sims.map(|s| s.max(1));
-    let config = MatchConfig {
+    let config = MatchConfig::<G> {
         games: args.games,
         settings: GameSettings {
-            rules: args.rules,
+            rules,
             max_plies: args.max_plies,
             limit: MoveLimit { simulations, movetime, margin: Duration::from_millis(args.margin) },
         },
@@ -407,7 +452,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             .progress_chars("=> "),
     );
     let mut write_error = None;
-    let mut on_game = |game: &ArenaGame, stats: &MatchStats| {
+    let mut on_game = |game: &ArenaGame<G>, stats: &MatchStats| {
         bar.set_position(u64::from(stats.games()));
         bar.set_message(summary(stats));
         if let Some(f) = &game.forfeit {
@@ -475,8 +520,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 (names, result.stats, Some(result.batches[0]))
             }
             _ => {
-                let mut pa = a.start(&args.a, &device).context("--a")?;
-                let mut pb = b.start(&args.b, &device).context("--b")?;
+                let mut pa = a.start::<G>(&args.a, &device).context("--a")?;
+                let mut pb = b.start::<G>(&args.b, &device).context("--b")?;
                 let names = [pa.name().to_string(), pb.name().to_string()];
                 let stats = run_match(pa.as_mut(), pb.as_mut(), &openings, &config, &mut on_game);
                 (names, stats, None)

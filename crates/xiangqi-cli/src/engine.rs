@@ -32,7 +32,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use xiangqi::{Game, Move, RankBase};
+use xiangqi::{Move, RankBase};
+use xiangqi_search::GameEnv;
 use xiangqi_search::arena::{MoveLimit, Player, PlayerError};
 
 /// The protocol an engine speaks.
@@ -348,8 +349,8 @@ impl EnginePlayer {
     }
 }
 
-fn position_command(game: &Game, ranks: RankBase) -> String {
-    let mut line = format!("position fen {}", game.start().fen());
+fn position_command<G: GameEnv>(game: &G, ranks: RankBase) -> String {
+    let mut line = format!("position fen {}", G::position_fen(game.start()));
     if !game.moves().is_empty() {
         line.push_str(" moves");
         for m in game.moves() {
@@ -372,7 +373,7 @@ fn go_command(protocol: Protocol, limit: &MoveLimit, usemillisec: bool) -> Strin
     }
 }
 
-impl Player for EnginePlayer {
+impl<G: GameEnv> Player<G> for EnginePlayer {
     fn name(&self) -> &str {
         &self.name
     }
@@ -386,7 +387,7 @@ impl Player for EnginePlayer {
         })
     }
 
-    fn choose_move(&mut self, game: &Game, limit: &MoveLimit) -> Result<Move, PlayerError> {
+    fn choose_move(&mut self, game: &G, limit: &MoveLimit) -> Result<Move, PlayerError> {
         let limit = *limit;
         self.with_process(|p, spec| {
             p.send(&position_command(game, spec.ranks))?;
@@ -417,7 +418,7 @@ impl Player for EnginePlayer {
                 }
                 Some(t) => t,
             };
-            Move::from_uci(text, spec.ranks).map_err(|e| PlayerError::Illegal(e.to_string()))
+            G::move_from_uci(text, spec.ranks).map_err(PlayerError::Illegal)
         })
     }
 }
@@ -425,7 +426,7 @@ impl Player for EnginePlayer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xiangqi::{Position, RuleSet};
+    use xiangqi::{Game, Position, RuleSet};
 
     #[test]
     fn commands_use_the_engine_ranks() {

@@ -6,10 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use xiangqi::Game;
 use xiangqi_nn::device::DeviceSpec;
 use xiangqi_nn::{Device, InferenceNet, NnError, NnEvaluator, checkpoint};
-use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator, UniformEvaluator};
+use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator, GameEnv, GameKind, UniformEvaluator};
 
 /// The checkpoint a path names: the directory itself if it holds a manifest (a checkpoint or an
 /// export), else the newest checkpoint of the run directory it is.
@@ -51,6 +50,17 @@ pub fn device(name: &str) -> anyhow::Result<Device> {
     Ok(spec.device()?)
 }
 
+/// The game a checkpoint, export or run directory's network plays (from its manifest).
+///
+/// # Errors
+/// As [`resolve`], or an unreadable manifest.
+pub fn game_of(path: &Path) -> anyhow::Result<GameKind> {
+    let path = &resolve(path)?;
+    let manifest = checkpoint::read_manifest(path, None)
+        .with_context(|| format!("cannot read the network '{}'", path.display()))?;
+    Ok(manifest.game)
+}
+
 /// Loads the network of a checkpoint, export or run directory ([`resolve`]) as an evaluator on
 /// `device`.
 pub fn load(path: &Path, device: &Device) -> anyhow::Result<NnEvaluator> {
@@ -82,12 +92,33 @@ impl AnyEvaluator {
     }
 }
 
-impl Evaluator<Game> for AnyEvaluator {
+impl AnyEvaluator {
+    /// The game of the network, `None` for the uniform evaluator (which plays any game).
+    pub fn game(&self) -> Option<GameKind> {
+        match self {
+            AnyEvaluator::Uniform(_) => None,
+            AnyEvaluator::Net(e) => Some(e.net().encoding().game),
+        }
+    }
+
+    /// Checks that the evaluator can play `game`.
+    ///
+    /// # Errors
+    /// A network of another game, named with both games.
+    pub fn expect_game(&self, game: GameKind, what: &str) -> anyhow::Result<()> {
+        match self.game() {
+            Some(g) if g != game => anyhow::bail!("{what}: the network plays {g}, not {game}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl<G: GameEnv> Evaluator<G> for AnyEvaluator {
     type Error = NnError;
 
     fn evaluate(
         &mut self,
-        batch: &[EvalRequest<'_, Game>],
+        batch: &[EvalRequest<'_, G>],
         out: &mut EvalBuffer,
     ) -> Result<(), Self::Error> {
         match self {

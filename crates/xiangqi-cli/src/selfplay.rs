@@ -19,9 +19,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use xiangqi::OutcomeReason;
+use xiangqi::{Game, OutcomeReason, janggi};
 use xiangqi_search::{
-    GameRecord, SelfPlayEvent, SelfPlayStats, Shard, list_shards, play_games, write_shard,
+    GameEnv, GameKind, GameRecord, SelfPlayEvent, SelfPlayStats, Shard, list_shards, play_games,
+    write_shard,
 };
 
 use crate::config::ConfigFile;
@@ -70,7 +71,8 @@ fn next_shard_index(dir: &Path) -> anyhow::Result<u64> {
         .unwrap_or(0))
 }
 
-struct Output {
+struct Output<G: GameEnv> {
+    rules: G::Rules,
     dir: PathBuf,
     shard: Shard,
     games_in_shard: u32,
@@ -80,8 +82,8 @@ struct Output {
     shards_written: u64,
 }
 
-impl Output {
-    fn add(&mut self, record: &GameRecord) -> anyhow::Result<()> {
+impl<G: GameEnv> Output<G> {
+    fn add(&mut self, record: &GameRecord<G>) -> anyhow::Result<()> {
         record.write_pgn(&mut self.pgn).context("writing games.pgn")?;
         self.shard.push_game(record, 0);
         self.games_in_shard += 1;
@@ -99,7 +101,7 @@ impl Output {
         write_shard(&path, &self.shard)?;
         self.next_index += 1;
         self.shards_written += 1;
-        self.shard = Shard::new(self.shard.rules);
+        self.shard = Shard::new::<G>(self.rules);
         self.games_in_shard = 0;
         Ok(())
     }
@@ -142,8 +144,23 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     config.selfplay.validate().context("command-line overrides")?;
     let device = crate::net::device(&args.device)?;
-    let mut evaluator =
+    let evaluator =
         crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device).context("--net")?;
+    evaluator.expect_game(config.selfplay.game, "--net")?;
+    match config.selfplay.game {
+        GameKind::Xiangqi => play::<Game>(&config, games, out_dir, evaluator),
+        GameKind::Janggi => play::<janggi::Game>(&config, games, out_dir, evaluator),
+    }
+}
+
+/// Plays the games of game `G` and writes their shards and PGN.
+fn play<G: GameEnv>(
+    config: &ConfigFile,
+    games: u64,
+    out_dir: &Path,
+    mut evaluator: crate::net::AnyEvaluator,
+) -> anyhow::Result<ExitCode> {
+    let rules = config.selfplay.rules_for::<G>()?;
     fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create output directory {}", out_dir.display()))?;
     let pgn_path = out_dir.join("games.pgn");
@@ -152,9 +169,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .append(true)
         .open(&pgn_path)
         .with_context(|| format!("cannot open {}", pgn_path.display()))?;
-    let mut out = Output {
-        dir: out_dir.clone(),
-        shard: Shard::new(config.selfplay.rules),
+    let mut out = Output::<G> {
+        rules,
+        dir: out_dir.to_path_buf(),
+        shard: Shard::new::<G>(rules),
         games_in_shard: 0,
         games_per_shard: config.selfplay.games_per_shard,
         next_index: next_shard_index(out_dir)?,
@@ -169,28 +187,31 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             .progress_chars("=> "),
     );
     bar.enable_steady_tick(Duration::from_millis(500));
-    let stats = play_games(&config.search, &config.selfplay, games, &mut evaluator, |event| {
-        match event {
-            SelfPlayEvent::GameFinished(record, stats) => {
-                out.add(record).map_err(|e| format!("{e:#}"))?;
-                bar.set_position(stats.games_finished);
-                bar.set_message(progress_message(stats));
+    let stats =
+        play_games::<G, _, _>(&config.search, &config.selfplay, games, &mut evaluator, |event| {
+            match event {
+                SelfPlayEvent::GameFinished(record, stats) => {
+                    out.add(record).map_err(|e| format!("{e:#}"))?;
+                    bar.set_position(stats.games_finished);
+                    bar.set_message(progress_message(stats));
+                }
+                SelfPlayEvent::Progress(stats) => bar.set_message(progress_message(stats)),
             }
-            SelfPlayEvent::Progress(stats) => bar.set_message(progress_message(stats)),
-        }
-        Ok(())
-    })?;
+            Ok(())
+        })?;
     out.flush_shard()?;
     out.pgn.flush().context("writing games.pgn")?;
     out.pgn.get_ref().sync_all().context("syncing games.pgn")?;
     bar.finish_with_message(progress_message(&stats));
 
     errln!(
-        "{} games ({} red wins, {} draws, {} black wins), {} moves, {} simulations in {:.1} s",
+        "{} games ({} {} wins, {} draws, {} {} wins), {} moves, {} simulations in {:.1} s",
         stats.games_finished,
         stats.results[0],
+        G::SIDE_TAGS[0].to_lowercase(),
         stats.results[1],
         stats.results[2],
+        G::SIDE_TAGS[1].to_lowercase(),
         stats.moves,
         stats.simulations,
         stats.elapsed.as_secs_f64()

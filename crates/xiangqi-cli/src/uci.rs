@@ -40,8 +40,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use xiangqi::{Game, Move, Position, RuleSet, Setup, Validation};
-use xiangqi_search::Evaluator;
+use xiangqi::{Game, Move, janggi};
+use xiangqi_search::{Evaluator, GameEnv, GameKind};
 
 use crate::uci_search::{self, Controls, Dialect, Job, Output};
 
@@ -70,17 +70,17 @@ pub struct Args {
 
 /// Engine options.
 #[derive(Clone, Debug)]
-struct Options {
+struct Options<G: GameEnv> {
     threads: u64,
     hash_mb: u64,
     multipv: u64,
     simulations: u64,
     net_path: String,
-    rules: RuleSet,
+    rules: G::Rules,
     usemillisec: bool,
 }
 
-impl Default for Options {
+impl<G: GameEnv> Default for Options<G> {
     fn default() -> Self {
         Options {
             threads: 1,
@@ -88,7 +88,7 @@ impl Default for Options {
             multipv: 1,
             simulations: 800,
             net_path: String::new(),
-            rules: RuleSet::Asian,
+            rules: G::default_rules(),
             usemillisec: false,
         }
     }
@@ -103,11 +103,11 @@ struct Running {
 }
 
 /// The state of the protocol loop.
-pub struct Engine<E: Evaluator<Game> + Send + 'static> {
+pub struct Engine<E: Evaluator<G> + Send + 'static, G: GameEnv = Game> {
     out: Output,
     dialect: Dialect,
-    options: Options,
-    game: Game,
+    options: Options<G>,
+    game: G,
     banned: Vec<Move>,
     evaluator: Arc<Mutex<E>>,
     net_loader: Option<NetLoader<E>>,
@@ -166,14 +166,14 @@ const GO_KEYWORDS: [&str; 21] = [
     "wdl",
 ];
 
-impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
+impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
     /// An engine at the start position that searches with `evaluator` and writes to `out`.
-    pub fn new(evaluator: E, out: Output) -> Engine<E> {
-        let options = Options::default();
+    pub fn new(evaluator: E, out: Output) -> Engine<E, G> {
+        let options = Options::<G>::default();
         Engine {
             out,
             dialect: Dialect::Uci,
-            game: Game::new(Position::start(), options.rules),
+            game: G::new_game(G::start_position(options.rules), options.rules),
             options,
             banned: Vec::new(),
             evaluator: Arc::new(Mutex::new(evaluator)),
@@ -183,7 +183,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
     }
 
     /// Lets `setoption name NetPath value DIR` replace the network with `loader(DIR)`.
-    pub fn with_net_loader(mut self, loader: NetLoader<E>) -> Engine<E> {
+    pub fn with_net_loader(mut self, loader: NetLoader<E>) -> Engine<E, G> {
         self.net_loader = Some(loader);
         self
     }
@@ -208,7 +208,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
             "isready" => self.out.line("readyok"),
             "ucinewgame" => {
                 self.stop_search();
-                self.game = Game::new(Position::start(), self.options.rules);
+                self.game = G::new_game(G::start_position(self.options.rules), self.options.rules);
                 self.banned.clear();
             }
             "setoption" => self.set_option(&rest, raw),
@@ -256,7 +256,9 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
         self.dialect = dialect;
         let version = env!("CARGO_PKG_VERSION");
         let o = &self.options;
-        let defaults = Options::default();
+        let defaults = Options::<G>::default();
+        let rules_vars: String = G::KIND.rule_names().iter().map(|r| format!(" var {r}")).collect();
+        let variants: String = GameKind::ALL.iter().map(|g| format!(" var {g}")).collect();
         match dialect {
             Dialect::Uci => {
                 for line in [
@@ -271,7 +273,8 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                         uci_search::MAX_SIMULATIONS
                     ),
                     "option name NetPath type string default <empty>".to_string(),
-                    "option name Rules type combo default asian var asian var simple".to_string(),
+                    format!("option name UCI_Variant type combo default {}{variants}", G::KIND),
+                    format!("option name Rules type combo default {}{rules_vars}", defaults.rules),
                     "uciok".to_string(),
                 ] {
                     self.out.line(&line);
@@ -291,7 +294,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                         defaults.simulations
                     ),
                     "option netpath type string default".to_string(),
-                    "option rules type combo var asian var simple default asian".to_string(),
+                    format!("option rules type combo{rules_vars} default {}", defaults.rules),
                     "ucciok".to_string(),
                 ] {
                     self.out.line(&line);
@@ -380,13 +383,21 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                     },
                 }
             }
-            "rules" => match value.trim().to_ascii_lowercase().parse::<RuleSet>() {
+            "rules" => match G::parse_rules(&value.trim().to_ascii_lowercase()) {
                 Ok(rules) => {
                     self.options.rules = rules;
                     self.rejudge();
                     Ok(())
                 }
                 Err(e) => Err(format!("option Rules: {e}")),
+            },
+            "uci_variant" => match value.trim().parse::<GameKind>() {
+                Ok(g) if g == G::KIND => Ok(()),
+                Ok(g) => Err(format!(
+                    "option UCI_Variant: this engine plays {} (its network's game), not {g}",
+                    G::KIND
+                )),
+                Err(e) => Err(format!("option UCI_Variant: {e}")),
             },
             "usemillisec" => match value.trim().to_ascii_lowercase().as_str() {
                 "true" | "on" => {
@@ -413,9 +424,9 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
 
     /// Replays the current game under the current rules (after `Rules` changes).
     fn rejudge(&mut self) {
-        let mut game = Game::new(*self.game.start(), self.options.rules);
+        let mut game = G::new_game(self.game.start().clone(), self.options.rules);
         for &m in self.game.moves() {
-            if game.play(m).is_err() {
+            if game.play_checked(m).is_err() {
                 self.info("the game ended earlier under the new rules; later moves dropped");
                 break;
             }
@@ -427,9 +438,9 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
         let moves_at = words.iter().position(|w| *w == "moves");
         let head = &words[..moves_at.unwrap_or(words.len())];
         let start = match head.split_first() {
-            Some((&"startpos", [])) => Position::start(),
+            Some((&"startpos", [])) => G::start_position(self.options.rules),
             Some((&"fen", fen)) if !fen.is_empty() => {
-                match Position::from_fen_with(&fen.join(" "), Validation::Lenient) {
+                match G::position_from_fen_lenient(&fen.join(" "), self.options.rules) {
                     Ok(p) => p,
                     Err(e) => {
                         self.info(&format!("{e}; keeping the previous position"));
@@ -442,14 +453,10 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
                 return;
             }
         };
-        let mut game = Game::new(start, self.options.rules);
+        let mut game = G::new_game(start, self.options.rules);
         if let Some(i) = moves_at {
             for (k, text) in words[i + 1..].iter().enumerate() {
-                let played = game
-                    .position()
-                    .parse_uci(text)
-                    .map_err(|e| e.to_string())
-                    .and_then(|m| game.play(m).map_err(|e| e.to_string()));
+                let played = game.parse_move(text).and_then(|m| game.play_checked(m));
                 if let Err(e) = played {
                     let shown: String = text.chars().take(16).collect();
                     self.info(&format!(
@@ -467,7 +474,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
     fn ban_moves(&mut self, words: &[&str]) {
         self.banned.clear();
         for text in words {
-            match self.game.position().parse_uci(text) {
+            match self.game.parse_move(text) {
                 Ok(m) => self.banned.push(m),
                 Err(e) => self.info(&format!("banmoves: {e}; ignored")),
             }
@@ -478,9 +485,9 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
         let verdict = self.game.outcome().map_or_else(|| "* -".to_string(), |o| o.to_string());
         self.info(&format!(
             "fen {} rules {} plies {} outcome {verdict}",
-            self.game.position().fen(),
+            G::position_fen(self.game.position()),
             self.options.rules,
-            self.game.len()
+            self.game.moves().len()
         ));
     }
 
@@ -593,7 +600,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
         };
         let mut root = self.game.clone();
         if let Some(o) = root.outcome() {
-            if !root.position().has_legal_move() {
+            if G::position_legal_moves(root.position()).is_empty() {
                 if dialect == Dialect::Uci {
                     self.out.line("info depth 0 score mate 0");
                 }
@@ -603,21 +610,15 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
             self.info(&format!(
                 "the rules have ended this game ({o}); searching the position without its history"
             ));
-            let mut setup: Setup = root.position().to_setup();
-            setup.halfmove_clock = 0;
-            setup.fullmove_number = 1;
-            root = match Position::from_setup(&setup, Validation::Lenient) {
-                Ok(p) => Game::new(p, self.options.rules),
-                Err(_) => Game::new(*root.position(), self.options.rules),
-            };
+            root = root.without_history();
         }
         // The position's moves: `Game::legal_moves` is empty once the rules ended the game.
-        let legal = root.position().legal_moves();
+        let legal = G::position_legal_moves(root.position());
         let mut banned: Vec<Move> =
             legal.iter().copied().filter(|m| banned_by_command.contains(m)).collect();
         if !go.searchmoves.is_empty() {
             let allowed: Vec<Move> =
-                go.searchmoves.iter().filter_map(|t| root.position().parse_uci(t).ok()).collect();
+                go.searchmoves.iter().filter_map(|t| root.parse_move(t).ok()).collect();
             if allowed.is_empty() {
                 self.info("go: no legal move in searchmoves; searching every move");
             } else {
@@ -628,7 +629,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
             self.info("every legal move is excluded; searching them all");
             banned.clear();
         }
-        if root.is_over() {
+        if root.outcome().is_some() {
             // Still decided without history (dead material): any allowed move will do.
             let m = legal.iter().copied().find(|m| !banned.contains(m));
             match m {
@@ -637,7 +638,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
             }
             return;
         }
-        let turn = root.position().turn();
+        let turn = root.turn();
         let (own, inc) = match dialect {
             Dialect::Uci if turn == xiangqi::Color::Red => {
                 (go.wtime.or(go.time), go.winc.or(go.increment))
@@ -658,7 +659,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
             (None, None) => None,
         };
         let hash = (self.options.hash_mb as usize).saturating_mul(1 << 20);
-        let max_nodes = (hash / uci_search::bytes_per_node(root.len())).max(64);
+        let max_nodes = (hash / uci_search::bytes_per_node::<G>(root.moves().len())).max(64);
         let job = Job {
             game: root,
             banned,
@@ -704,7 +705,7 @@ impl<E: Evaluator<Game> + Send + 'static> Engine<E> {
     }
 }
 
-impl<E: Evaluator<Game> + Send + 'static> Drop for Engine<E> {
+impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Drop for Engine<E, G> {
     fn drop(&mut self) {
         self.stop_search();
     }
@@ -747,8 +748,9 @@ fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<LineRead> {
 ///
 /// # Errors
 /// I/O errors reading `input`.
-pub fn serve<E: Evaluator<Game> + Send + 'static>(
-    engine: &mut Engine<E>,
+#[cfg(test)]
+pub fn serve<E: Evaluator<G> + Send + 'static, G: GameEnv>(
+    engine: &mut Engine<E, G>,
     input: &mut impl BufRead,
 ) -> io::Result<()> {
     let mut buf = Vec::new();
@@ -770,21 +772,111 @@ pub fn serve<E: Evaluator<Game> + Send + 'static>(
 
 /// Runs the command.
 ///
+/// The game is the network's (from its manifest). Without `--net` the engine starts as a
+/// xiangqi engine and `setoption name UCI_Variant value janggi` (or `xiangqi`) switches it:
+/// the options set so far are set again on the new game's engine, and the position is the new
+/// game's start. With a network, a `UCI_Variant` of another game is refused with an
+/// `info string`.
+///
 /// # Errors
 /// A `--net` that cannot be loaded (with the reason), and I/O errors on standard input.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let device = crate::net::device(&args.device)?;
-    let evaluator = crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device)?;
-    let loader: NetLoader<crate::net::AnyEvaluator> = Box::new(move |path: &str| {
-        crate::net::AnyEvaluator::load_optional(Some(std::path::Path::new(path)), &device)
-            .map_err(|e| format!("{e:#}"))
-    });
-    let mut engine =
-        Engine::new(evaluator, Output::new(Box::new(io::stdout()))).with_net_loader(loader);
+    let mut game = match &args.net {
+        Some(path) => crate::net::game_of(path)?,
+        None => GameKind::Xiangqi,
+    };
     let stdin = io::stdin();
     let mut input = stdin.lock();
-    serve(&mut engine, &mut input)?;
-    Ok(ExitCode::SUCCESS)
+    let mut session = Session { replay: Vec::new(), dialect: None, pinned: args.net.is_some() };
+    loop {
+        let evaluator = crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device)?;
+        let next = match game {
+            GameKind::Xiangqi => serve_as::<Game>(evaluator, &device, &mut input, &mut session)?,
+            GameKind::Janggi => {
+                serve_as::<janggi::Game>(evaluator, &device, &mut input, &mut session)?
+            }
+        };
+        match next {
+            Some(other) => game = other,
+            None => return Ok(ExitCode::SUCCESS),
+        }
+    }
+}
+
+/// What carries over when the engine switches games.
+struct Session {
+    /// The `setoption` lines so far (other than `UCI_Variant`).
+    replay: Vec<String>,
+    /// The protocol chosen by `uci` or `ucci`.
+    dialect: Option<Dialect>,
+    /// Whether a network fixes the game.
+    pinned: bool,
+}
+
+/// The game a `setoption ... UCI_Variant ...` line asks for, if the line is one.
+fn variant_request(line: &str) -> Option<Result<GameKind, String>> {
+    let words: Vec<&str> = line.split_ascii_whitespace().collect();
+    let (name, value) = match words.as_slice() {
+        ["setoption", "name", name, "value", value, ..] => (*name, *value),
+        ["setoption", name, value, ..] if !name.eq_ignore_ascii_case("name") => (*name, *value),
+        _ => return None,
+    };
+    name.eq_ignore_ascii_case("uci_variant")
+        .then(|| value.parse::<GameKind>().map_err(|e| e.to_string()))
+}
+
+/// Serves the protocol as an engine of game `G` until `quit`, the end of input (`None`), or a
+/// request to switch to another game (`Some`, only without a network).
+fn serve_as<G: GameEnv>(
+    evaluator: crate::net::AnyEvaluator,
+    device: &xiangqi_nn::Device,
+    input: &mut impl BufRead,
+    session: &mut Session,
+) -> anyhow::Result<Option<GameKind>> {
+    let device = device.clone();
+    let loader: NetLoader<crate::net::AnyEvaluator> = Box::new(move |path: &str| {
+        let e = crate::net::AnyEvaluator::load_optional(Some(std::path::Path::new(path)), &device)
+            .map_err(|e| format!("{e:#}"))?;
+        e.expect_game(G::KIND, path).map_err(|e| format!("{e:#}"))?;
+        Ok(e)
+    });
+    let mut engine: Engine<_, G> =
+        Engine::new(evaluator, Output::new(Box::new(io::stdout()))).with_net_loader(loader);
+    if let Some(d) = session.dialect {
+        engine.dialect = d;
+    }
+    for line in &session.replay {
+        engine.handle_line(line);
+    }
+    let mut buf = Vec::new();
+    loop {
+        match read_line(input, &mut buf)? {
+            LineRead::Eof => break,
+            LineRead::TooLong => engine.info("input line longer than 1 MiB ignored"),
+            LineRead::Line => {
+                let line = String::from_utf8_lossy(&buf).into_owned();
+                match variant_request(&line) {
+                    Some(Ok(g)) if g != G::KIND && !session.pinned => {
+                        engine.stop_search();
+                        engine.info(&format!("playing {g}"));
+                        return Ok(Some(g));
+                    }
+                    Some(_) => {}
+                    None if line.trim_start().starts_with("setoption") => {
+                        session.replay.push(line.clone());
+                    }
+                    None => {}
+                }
+                if engine.handle_line(&line) == Flow::Quit {
+                    break;
+                }
+                session.dialect = Some(engine.dialect);
+            }
+        }
+    }
+    engine.stop_search();
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -816,7 +908,8 @@ mod tests {
             text.lines().map(str::to_string).collect()
         };
         let answered = |l: &String| l.starts_with("bestmove") || l == "nobestmove";
-        let mut engine = Engine::new(UniformEvaluator, Output::new(Box::new(sink.clone())));
+        let mut engine: Engine<_, Game> =
+            Engine::new(UniformEvaluator, Output::new(Box::new(sink.clone())));
         for line in script.lines() {
             let before = lines().iter().filter(|l| answered(l)).count();
             if engine.handle_line(line) == Flow::Quit {
@@ -839,7 +932,8 @@ mod tests {
         let mut input = format!("{}\nisready\n", "x".repeat(MAX_LINE + 10));
         input.push_str("uci\n");
         let sink = Sink::default();
-        let mut engine = Engine::new(UniformEvaluator, Output::new(Box::new(sink.clone())));
+        let mut engine: Engine<_, Game> =
+            Engine::new(UniformEvaluator, Output::new(Box::new(sink.clone())));
         serve(&mut engine, &mut input.as_bytes()).unwrap();
         drop(engine);
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
@@ -853,7 +947,7 @@ mod tests {
         assert!(out.contains(&"uciok".to_string()));
         let best = out.iter().find_map(|l| l.strip_prefix("bestmove ")).unwrap();
         let mv = best.split_whitespace().next().unwrap();
-        let mut pos = Position::start();
+        let mut pos = xiangqi::Position::start();
         pos.play(pos.parse_uci("h2e2").unwrap()).unwrap();
         assert!(pos.parse_uci(mv).is_ok(), "{mv}");
         let info = out.iter().find(|l| l.starts_with("info depth")).unwrap();

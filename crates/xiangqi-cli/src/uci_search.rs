@@ -29,6 +29,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use xiangqi::{Game, Move};
+use xiangqi_search::GameEnv;
 use xiangqi_search::arena::drive_search;
 use xiangqi_search::{
     EvalBuffer, EvalRequest, Evaluator, NodeId, NodeStatus, Search, SearchConfig, Tree, game_rng,
@@ -92,15 +93,15 @@ pub fn time_budget(remaining: Duration, increment: Duration, movestogo: Option<u
 
 /// A rough size of one tree node in bytes for a game with `history` plies: the node, its game
 /// state (position and history) and about 40 edges.
-pub fn bytes_per_node(history: usize) -> usize {
-    std::mem::size_of::<Game>() + 10 * history + 40 * 10 + 200
+pub fn bytes_per_node<G: GameEnv>(history: usize) -> usize {
+    std::mem::size_of::<G>() + 10 * history + 40 * 10 + 200
 }
 
 /// What one `go` asks for.
 #[derive(Clone, Debug)]
-pub struct Job {
+pub struct Job<G: GameEnv = Game> {
     /// The root: not over.
-    pub game: Game,
+    pub game: G,
     /// Root moves the search must not play (banmoves, or moves outside searchmoves). Never all
     /// of them.
     pub banned: Vec<Move>,
@@ -149,11 +150,11 @@ struct RootMask<'a, E> {
     banned: &'a [Move],
 }
 
-impl<E: Evaluator<Game>> Evaluator<Game> for RootMask<'_, E> {
+impl<G: GameEnv, E: Evaluator<G>> Evaluator<G> for RootMask<'_, E> {
     type Error = E::Error;
     fn evaluate(
         &mut self,
-        batch: &[EvalRequest<'_, Game>],
+        batch: &[EvalRequest<'_, G>],
         out: &mut EvalBuffer,
     ) -> Result<(), E::Error> {
         self.inner.evaluate(batch, out)?;
@@ -161,7 +162,7 @@ impl<E: Evaluator<Game>> Evaluator<Game> for RootMask<'_, E> {
             return Ok(());
         }
         for (i, r) in batch.iter().enumerate() {
-            if r.game.len() != self.root_len {
+            if r.game.moves().len() != self.root_len {
                 continue;
             }
             let priors = out.priors_mut(i);
@@ -192,13 +193,13 @@ struct Line {
 /// Whether root move `m` wins at once by the rules (checkmate, stalemate, a repetition verdict
 /// against the opponent): such a move is played whatever its visits, as the search's
 /// `win_check` promises.
-fn wins_at_once(tree: &Tree<Game>, m: Move) -> bool {
+fn wins_at_once<G: GameEnv>(tree: &Tree<G>, m: Move) -> bool {
     tree.game(NodeId::ROOT).is_some_and(|g| g.is_winning_move(m))
 }
 
 /// Root moves not banned, moves that win at once first, then most visited first (ties: higher
 /// prior), with their child nodes.
-fn ranked_root_moves(tree: &Tree<Game>, banned: &[Move]) -> Vec<(Move, NodeId, u32)> {
+fn ranked_root_moves<G: GameEnv>(tree: &Tree<G>, banned: &[Move]) -> Vec<(Move, NodeId, u32)> {
     let root = NodeId::ROOT;
     let mut v: Vec<(Move, NodeId, u32, f32, bool)> = tree
         .moves(root)
@@ -216,7 +217,7 @@ fn ranked_root_moves(tree: &Tree<Game>, banned: &[Move]) -> Vec<(Move, NodeId, u
 }
 
 /// The line starting with root move `first`: most visited children down the tree.
-fn line_from(tree: &Tree<Game>, first: Move, child: NodeId, root_value: f32) -> Line {
+fn line_from<G: GameEnv>(tree: &Tree<G>, first: Move, child: NodeId, root_value: f32) -> Line {
     if wins_at_once(tree, first) {
         return Line { moves: vec![first], value: 1.0, mate_plies: Some(1) };
     }
@@ -230,7 +231,7 @@ fn line_from(tree: &Tree<Game>, first: Move, child: NodeId, root_value: f32) -> 
                 // The side to move here wins with its next move, one ply past the line.
                 if let Some(win) = tree
                     .game(node)
-                    .and_then(|g| g.legal_moves().into_iter().find(|&m| g.is_winning_move(m)))
+                    .and_then(|g| g.legal_moves_vec().into_iter().find(|&m| g.is_winning_move(m)))
                 {
                     moves.push(win);
                     let plies = moves.len() as i32;
@@ -294,7 +295,7 @@ fn pv_text(moves: &[Move]) -> String {
 }
 
 /// Prints the `info` lines of the current search.
-fn print_info(out: &Output, search: &Search<Game>, job: &Job, started: Instant) {
+fn print_info<G: GameEnv>(out: &Output, search: &Search<G>, job: &Job<G>, started: Instant) {
     let tree = search.tree();
     if tree.status(NodeId::ROOT) != NodeStatus::Expanded {
         return;
@@ -326,8 +327,8 @@ fn print_info(out: &Output, search: &Search<Game>, job: &Job, started: Instant) 
 }
 
 /// Starts the search of `job` on a new thread; it prints `info` and finally `bestmove`.
-pub fn spawn<E: Evaluator<Game> + Send + 'static>(
-    job: Job,
+pub fn spawn<G: GameEnv, E: Evaluator<G> + Send + 'static>(
+    job: Job<G>,
     evaluator: Arc<Mutex<E>>,
     controls: Arc<Controls>,
     out: Output,
@@ -340,7 +341,7 @@ pub fn spawn<E: Evaluator<Game> + Send + 'static>(
         let best = search(&job, &mut *guard, &controls, &out);
         let best = best.unwrap_or_else(|e| {
             out.line(&format!("info string search failed: {e}"));
-            let legal = job.game.position().legal_moves();
+            let legal = G::position_legal_moves(job.game.position());
             legal.iter().copied().find(|m| !job.banned.contains(m)).map(|m| (m, None))
         });
         let text = match (best, job.dialect) {
@@ -355,14 +356,15 @@ pub fn spawn<E: Evaluator<Game> + Send + 'static>(
 
 /// Runs the search; returns the move and, if known, the expected reply (`None` if the root has
 /// no move to play).
-fn search<E: Evaluator<Game>>(
-    job: &Job,
+fn search<G: GameEnv, E: Evaluator<G>>(
+    job: &Job<G>,
     evaluator: &mut E,
     controls: &Controls,
     out: &Output,
 ) -> Result<Option<(Move, Option<Move>)>, E::Error> {
     let started = controls.started;
-    let mut mask = RootMask { inner: evaluator, root_len: job.game.len(), banned: &job.banned };
+    let mut mask =
+        RootMask { inner: evaluator, root_len: job.game.moves().len(), banned: &job.banned };
     let mut search = Search::new(job.game.clone(), SearchConfig::default());
     let batch = search.config().virtual_loss_batch as usize;
     let mut buffer = EvalBuffer::new();

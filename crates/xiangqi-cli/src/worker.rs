@@ -19,8 +19,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use xiangqi::{Game, janggi};
 use xiangqi_nn::{Device, InferenceNet, NnEvaluator, checkpoint};
-use xiangqi_search::{SelfPlayEvent, Shard, game_rng, play_games_from, write_shard_to};
+use xiangqi_search::{
+    GameEnv, GameKind, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, game_rng,
+    play_games_from, write_shard_to,
+};
 use xiangqi_store::{Created, Store};
 use xiangqi_train::distributed::{self, LOCAL_SELFPLAY_WORKER, LatestWatch, RUN_CONFIG_KEY};
 
@@ -86,11 +90,54 @@ fn load_generation(
     let config = ConfigFile::parse(&text, &origin)?;
     let dir = cache.join(format!("{generation:012}"));
     distributed::download_net(store, generation, &dir)?;
-    let (net, _) = checkpoint::load_net(&dir, Some(&config.network), device)
+    let (net, manifest) = checkpoint::load_net(&dir, Some(&config.network), device)
+        .with_context(|| format!("generation {generation} of {}", store.location()))?;
+    manifest
+        .expect_game(&dir, config.selfplay.game)
         .with_context(|| format!("generation {generation} of {}", store.location()))?;
     let net = InferenceNet::from_net(&net, device)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Loaded { generation, config, evaluator: NnEvaluator::new(net) })
+}
+
+/// Which games a shard holds.
+struct ShardGames {
+    /// The first game's number.
+    first: u64,
+    /// How many.
+    games: u64,
+    /// The worker.
+    worker: u64,
+    /// The net's generation.
+    generation: u32,
+}
+
+/// Plays one shard's games of game `G`; `None` if stopped.
+fn play_shard<G: GameEnv>(
+    l: &mut Loaded,
+    selfplay: &SelfPlayConfig,
+    which: &ShardGames,
+    stop: &AtomicBool,
+) -> anyhow::Result<Option<(Shard, SelfPlayStats)>> {
+    let mut shard = Shard::new::<G>(selfplay.rules_for::<G>()?);
+    let played = play_games_from::<G, _, _>(
+        which.first,
+        &l.config.search,
+        selfplay,
+        which.games,
+        &mut l.evaluator,
+        |event| {
+            if let SelfPlayEvent::GameFinished(record, _) = event {
+                shard.push_game_of(record, which.worker, which.generation);
+            }
+            if stop.load(Ordering::SeqCst) { Err("interrupted".into()) } else { Ok(()) }
+        },
+    );
+    match played {
+        Ok(stats) => Ok(Some((shard, stats))),
+        Err(_) if stop.load(Ordering::SeqCst) => Ok(None),
+        Err(e) => Err(e).context("self-play"),
+    }
 }
 
 /// Runs the worker until stopped.
@@ -191,25 +238,12 @@ fn work(
         let games = u64::from(selfplay.games_per_shard.max(1))
             .min(args.games.map_or(u64::MAX, |g| g - uploaded));
         let generation = u32::try_from(l.generation).unwrap_or(u32::MAX - 1);
-        let mut shard = Shard::new(selfplay.rules);
-        let played = play_games_from(
-            next_game,
-            &l.config.search,
-            &selfplay,
-            games,
-            &mut l.evaluator,
-            |event| {
-                if let SelfPlayEvent::GameFinished(record, _) = event {
-                    shard.push_game_of(record, id, generation);
-                }
-                if stop.load(Ordering::SeqCst) { Err("interrupted".into()) } else { Ok(()) }
-            },
-        );
-        let stats = match played {
-            Ok(stats) => stats,
-            Err(_) if stop.load(Ordering::SeqCst) => break,
-            Err(e) => return Err(e).context("self-play"),
+        let shard_games = ShardGames { first: next_game, games, worker: id, generation };
+        let played = match selfplay.game {
+            GameKind::Xiangqi => play_shard::<Game>(l, &selfplay, &shard_games, stop)?,
+            GameKind::Janggi => play_shard::<janggi::Game>(l, &selfplay, &shard_games, stop)?,
         };
+        let Some((shard, stats)) = played else { break };
         let bytes =
             write_shard_to(std::io::Cursor::new(Vec::new()), &shard).context("shard")?.into_inner();
         let size = bytes.len();

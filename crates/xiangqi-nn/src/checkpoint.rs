@@ -30,7 +30,7 @@ use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use xiangqi::env::{ENCODING_VERSION, PLANES, POLICY_SIZE};
+use xiangqi_search::{Encoding, GameKind};
 
 use crate::config::{ConfigError, NetConfig, TrainConfig};
 use crate::model::Net;
@@ -89,14 +89,28 @@ pub enum CheckpointError {
     },
     /// The checkpoint's network was trained on another encoding of positions or moves.
     #[error(
-        "{dir}: written for encoding version {found}, this build encodes positions and moves \
-         with version {ENCODING_VERSION}; the network would misread its inputs"
+        "{dir}: written for {game} encoding version {found}, this build encodes {game} \
+         positions and moves with version {expected}; the network would misread its inputs"
     )]
     EncodingVersion {
         /// The checkpoint directory.
         dir: PathBuf,
+        /// The game of the checkpoint.
+        game: GameKind,
         /// The version in the manifest.
         found: u32,
+        /// This build's version for the game.
+        expected: u32,
+    },
+    /// The checkpoint's network plays another game than the one asked for.
+    #[error("{dir}: the network plays {found}, not {expected}")]
+    WrongGame {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// The game of the checkpoint (`game` in its manifest; xiangqi when absent).
+        found: GameKind,
+        /// The game asked for.
+        expected: GameKind,
     },
     /// The checkpoint's input planes or policy size are not this build's.
     #[error("{dir}: the network has {what} {found}, this build uses {expected}")]
@@ -236,7 +250,11 @@ impl RngEntry {
 pub struct Manifest {
     /// Format version of the checkpoint ([`FORMAT_VERSION`]).
     pub format_version: u32,
-    /// [`ENCODING_VERSION`] of the build that wrote it.
+    /// The game the network plays (absent in checkpoints written before janggi: xiangqi).
+    #[serde(default)]
+    pub game: GameKind,
+    /// The game's encoding version ([`xiangqi_search::GameEnv::ENCODING_VERSION`]) of the build
+    /// that wrote it.
     pub encoding_version: u32,
     /// Input planes of the network.
     pub planes: usize,
@@ -261,12 +279,13 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    pub(crate) fn new(network: &NetConfig) -> Manifest {
+    pub(crate) fn new(network: &NetConfig, encoding: &Encoding) -> Manifest {
         Manifest {
             format_version: FORMAT_VERSION,
-            encoding_version: ENCODING_VERSION,
-            planes: PLANES,
-            policy_size: POLICY_SIZE,
+            game: encoding.game,
+            encoding_version: encoding.version,
+            planes: encoding.planes,
+            policy_size: encoding.policy_size,
             step: 0,
             samples: 0,
             counters: BTreeMap::new(),
@@ -274,6 +293,27 @@ impl Manifest {
             training: None,
             rng: None,
             files: Vec::new(),
+        }
+    }
+
+    /// The encoding of the checkpoint's game in this build.
+    pub fn encoding(&self) -> Encoding {
+        Encoding::of_kind(self.game)
+    }
+
+    /// Checks that the checkpoint's network plays `game`.
+    ///
+    /// # Errors
+    /// [`CheckpointError::WrongGame`] naming both games.
+    pub fn expect_game(&self, dir: &Path, game: GameKind) -> Result<(), CheckpointError> {
+        if self.game == game {
+            Ok(())
+        } else {
+            Err(CheckpointError::WrongGame {
+                dir: dir.to_path_buf(),
+                found: self.game,
+                expected: game,
+            })
         }
     }
 
@@ -385,7 +425,7 @@ pub(crate) fn model_bytes(net: &Net) -> Result<Bytes, CheckpointError> {
 /// [`CheckpointError::Io`] or [`CheckpointError::Serialize`].
 pub fn save_net(net: &Net, dir: &Path) -> Result<(), CheckpointError> {
     let model = model_bytes(net)?;
-    write_atomically(dir, Manifest::new(net.config()), &[(MODEL_FILE, &model)])
+    write_atomically(dir, Manifest::new(net.config(), &net.encoding), &[(MODEL_FILE, &model)])
 }
 
 /// The files of a weights-only checkpoint of `net`, as `(name, bytes)`: [`MODEL_FILE`] and the
@@ -396,7 +436,7 @@ pub fn save_net(net: &Net, dir: &Path) -> Result<(), CheckpointError> {
 /// [`CheckpointError::Serialize`].
 pub fn weights_only_files(net: &Net) -> Result<Vec<(&'static str, Vec<u8>)>, CheckpointError> {
     let model = model_bytes(net)?.to_vec();
-    let mut manifest = Manifest::new(net.config());
+    let mut manifest = Manifest::new(net.config(), &net.encoding);
     manifest.files.push(FileEntry {
         name: MODEL_FILE.to_string(),
         size: model.len() as u64,
@@ -421,7 +461,7 @@ pub fn save_trainer(
     let optim = trainer
         .optimizer_bytes()
         .map_err(|reason| CheckpointError::Serialize { what: "the optimizer state", reason })?;
-    let mut manifest = Manifest::new(trainer.net().config());
+    let mut manifest = Manifest::new(trainer.net().config(), &trainer.net().encoding);
     manifest.step = trainer.step_count();
     manifest.samples = trainer.samples_seen();
     manifest.counters = counters.clone();
@@ -474,15 +514,18 @@ pub fn read_manifest(
     let manifest: Manifest = toml::from_str(&text)
         .map_err(|e| CheckpointError::BadManifest { path: path.clone(), reason: e.to_string() })?;
     let dir_buf = || dir.to_path_buf();
-    if manifest.encoding_version != ENCODING_VERSION {
+    let encoding = manifest.encoding();
+    if manifest.encoding_version != encoding.version {
         return Err(CheckpointError::EncodingVersion {
             dir: dir_buf(),
+            game: manifest.game,
             found: manifest.encoding_version,
+            expected: encoding.version,
         });
     }
     for (what, found, expected) in [
-        ("input planes", manifest.planes, PLANES),
-        ("policy size", manifest.policy_size, POLICY_SIZE),
+        ("input planes", manifest.planes, encoding.planes),
+        ("policy size", manifest.policy_size, encoding.policy_size),
     ] {
         if found != expected {
             return Err(CheckpointError::EnvShape { dir: dir_buf(), what, found, expected });
@@ -564,7 +607,7 @@ fn load_weights(dir: &Path, manifest: &Manifest, device: &Device) -> Result<Net,
     let path = dir.join(MODEL_FILE);
     let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(bytes))
         .map_err(|e| CheckpointError::Load { path: path.clone(), reason: e.to_string() })?;
-    Net::new(&manifest.network, device)
+    Net::for_encoding(&manifest.network, manifest.encoding(), device)
         .try_load_record(record)
         .map_err(|e| CheckpointError::Load { path, reason: e.to_string() })
 }

@@ -43,11 +43,9 @@ use burn::nn::conv::Conv2d;
 use burn::tensor::{Device, Tensor, TensorData};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::json;
-use xiangqi::env::{
-    self, CLOCK_PLANE, CLOCK_SCALE, ENCODING_VERSION, INPUT_SIZE, PLANE_FILES, PLANE_RANKS, PLANES,
-    POLICY_SIZE, REPETITION_PLANE, index_to_move,
-};
-use xiangqi::{Color, Game, Position, RuleSet, START_FEN};
+use xiangqi::env::{PLANE_FILES, PLANE_RANKS};
+use xiangqi::{Game, janggi};
+use xiangqi_search::{GameEnv, GameKind};
 
 use crate::checkpoint::{self, CheckpointError, MANIFEST, MODEL_FILE, Manifest};
 use crate::config::NetConfig;
@@ -183,6 +181,7 @@ fn serialize_err(what: &'static str) -> impl FnOnce(String) -> CheckpointError {
 fn safetensors_bytes(
     tensors: &[HostTensor],
     config: &NetConfig,
+    encoding: &xiangqi_search::Encoding,
 ) -> Result<Vec<u8>, CheckpointError> {
     let bytes: Vec<Vec<u8>> =
         tensors.iter().map(|t| t.values.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
@@ -200,7 +199,8 @@ fn safetensors_bytes(
     let info = json!({
         "format": "xiangqi-zero",
         "export_version": EXPORT_VERSION,
-        "encoding_version": ENCODING_VERSION,
+        "game": encoding.game.name(),
+        "encoding_version": encoding.version,
         "network": config,
     });
     let metadata = HashMap::from([("xiangqi_zero".to_string(), info.to_string())]);
@@ -210,31 +210,18 @@ fn safetensors_bytes(
     })
 }
 
-/// The 16 input planes, in order, as the JSON description lists them.
-fn plane_descriptions() -> Vec<String> {
-    let kinds = ["general", "advisor", "elephant", "horse", "chariot", "cannon", "soldier"];
-    let mut out: Vec<String> = Vec::with_capacity(PLANES);
-    for side in ["side to move", "opponent"] {
-        for kind in kinds {
-            out.push(format!("{side}: {kind} (1.0 where one stands)"));
-        }
-    }
-    debug_assert_eq!(out.len(), REPETITION_PLANE);
-    out.push("1.0 everywhere if the position occurred before in the game, else 0.0".to_string());
-    debug_assert_eq!(out.len(), CLOCK_PLANE);
-    out.push(format!("plies since the last capture / {CLOCK_SCALE}, capped at 1.0, everywhere"));
-    out
-}
-
 /// The start position's input planes and the net's logits for them: a test vector that lets
 /// another implementation of the forward pass check itself.
-fn test_vector(net: &Net) -> Result<serde_json::Value, CheckpointError> {
-    let game = Game::new(Position::start(), RuleSet::Asian);
-    let mut planes = vec![0.0f32; INPUT_SIZE];
-    env::encode_planes(&game, &mut planes);
+fn test_vector<G: GameEnv>(net: &Net) -> Result<serde_json::Value, CheckpointError> {
+    let rules = G::default_rules();
+    let start = G::start_position(rules);
+    let fen = G::position_fen(&start);
+    let game = G::new_game(start, rules);
+    let mut planes = vec![0.0f32; G::INPUT_SIZE];
+    game.encode_planes(&mut planes);
     let device = net.input.conv.weight.val().device();
     let input = Tensor::<4>::from_data(
-        TensorData::new(planes.clone(), [1, PLANES, PLANE_RANKS, PLANE_FILES]),
+        TensorData::new(planes.clone(), [1, G::PLANES, PLANE_RANKS, PLANE_FILES]),
         &device,
     );
     let out = net.valid().forward(input);
@@ -245,11 +232,43 @@ fn test_vector(net: &Net) -> Result<serde_json::Value, CheckpointError> {
         })
     };
     Ok(json!({
-        "fen": START_FEN,
+        "fen": fen,
         "planes": planes,
         "policy_logits": read(out.policy)?,
         "wdl_logits": read(out.wdl)?,
     }))
+}
+
+/// What `model.json` says of the game: its name, encoding version, input planes, actions and
+/// the test vector.
+struct GameFacts {
+    game: GameKind,
+    encoding_version: u32,
+    planes: usize,
+    policy_size: usize,
+    plane_names: Vec<String>,
+    moves: Vec<String>,
+    perspective: &'static str,
+    notation: &'static str,
+    test_vector: serde_json::Value,
+}
+
+fn game_facts<G: GameEnv>(
+    net: &Net,
+    perspective: &'static str,
+    notation: &'static str,
+) -> Result<GameFacts, CheckpointError> {
+    Ok(GameFacts {
+        game: G::KIND,
+        encoding_version: G::ENCODING_VERSION,
+        planes: G::PLANES,
+        policy_size: G::POLICY_SIZE,
+        plane_names: G::plane_names(),
+        moves: G::action_names(),
+        perspective,
+        notation,
+        test_vector: test_vector::<G>(net)?,
+    })
 }
 
 fn description(
@@ -257,9 +276,18 @@ fn description(
     tensors: &[HostTensor],
     source: &Manifest,
 ) -> Result<Vec<u8>, CheckpointError> {
-    let moves: Vec<String> = (0..POLICY_SIZE)
-        .map(|i| index_to_move(i, Color::Red).map(|m| m.to_string()).unwrap_or_default())
-        .collect();
+    let facts = match net.encoding.game {
+        GameKind::Xiangqi => game_facts::<Game>(
+            net,
+            "the side to move plays up the board: for Black every square is flipped, rank r -> 9 - r, file unchanged; rank 0 is the mover's home rank, file 0 is file a",
+            "UCI as Pikafish writes it (files a-i, ranks 0-9) from Red's side; for Black flip both ranks (r -> 9 - r) to get the real move",
+        )?,
+        GameKind::Janggi => game_facts::<janggi::Game>(
+            net,
+            "the side to move plays up the board: for Han every square is flipped, rank r -> 9 - r, file unchanged; rank 0 is the mover's home rank, file 0 is file a",
+            "UCI with ranks 0-9 (files a-i) from Cho's side; for Han flip both ranks (r -> 9 - r) to get the real move; the last index, 'pass', is written as the general's own square twice (e1e1)",
+        )?,
+    };
     let epsilon = net.input.bn.epsilon;
     let shapes: BTreeMap<&str, &[usize]> =
         tensors.iter().map(|t| (t.name.as_str(), t.shape.as_slice())).collect();
@@ -267,7 +295,8 @@ fn description(
     let doc = json!({
         "format": "xiangqi-zero network export",
         "export_version": EXPORT_VERSION,
-        "encoding_version": ENCODING_VERSION,
+        "game": facts.game.name(),
+        "encoding_version": facts.encoding_version,
         "source": { "step": source.step, "samples": source.samples },
         "network": net.config(),
         "batch_norm_epsilon": epsilon,
@@ -282,19 +311,19 @@ fn description(
             "x = relu(bn(conv3x3(planes)))                       # input",
             "for each block: y = relu(conv1(x)); [pool: y += pool.fc(mean||max over board of relu(pool.conv(x)))];",
             "                z = conv2(y); [se: g,b = se.fc2(relu(se.fc1(mean of z))); z = sigmoid(g) * z + b]; x = relu(x + z)",
-            "policy_logits = policy_fc(flatten(relu(policy_conv(x))))   # [B, 2166]",
+            format!("policy_logits = policy_fc(flatten(relu(policy_conv(x))))   # [B, {}]", facts.policy_size),
             "wdl_logits = value_fc2(relu(value_fc1(flatten(relu(value_conv(x))))))   # [B, 3]",
         ],
         "input": {
-            "shape": ["batch", PLANES, PLANE_RANKS, PLANE_FILES],
-            "perspective": "the side to move plays up the board: for Black every square is flipped, rank r -> 9 - r, file unchanged; rank 0 is the mover's home rank, file 0 is file a",
-            "planes": plane_descriptions(),
+            "shape": ["batch", facts.planes, PLANE_RANKS, PLANE_FILES],
+            "perspective": facts.perspective,
+            "planes": facts.plane_names,
         },
         "policy": {
-            "shape": ["batch", POLICY_SIZE],
+            "shape": ["batch", facts.policy_size],
             "meaning": "logits over moves in the mover's view; mask illegal moves, then softmax",
-            "moves": moves,
-            "moves_notation": "UCI as Pikafish writes it (files a-i, ranks 0-9) from Red's side; for Black flip both ranks (r -> 9 - r) to get the real move",
+            "moves": facts.moves,
+            "moves_notation": facts.notation,
         },
         "value": {
             "shape": ["batch", 3],
@@ -302,7 +331,7 @@ fn description(
         },
         "tensor_order": order,
         "tensors": shapes,
-        "test_vector": test_vector(net)?,
+        "test_vector": facts.test_vector,
     });
     serde_json::to_vec_pretty(&doc)
         .map_err(|e| CheckpointError::Serialize { what: "model.json", reason: e.to_string() })
@@ -370,9 +399,9 @@ pub fn export_net(
 ) -> Result<ExportSummary, CheckpointError> {
     check_target(out)?;
     let tensors = host_tensors(net).map_err(serialize_err("the weights"))?;
-    let safetensors = safetensors_bytes(&tensors, net.config())?;
+    let safetensors = safetensors_bytes(&tensors, net.config(), &net.encoding)?;
     let json = description(net, &tensors, source)?;
-    let mut manifest = Manifest::new(net.config());
+    let mut manifest = Manifest::new(net.config(), &net.encoding);
     manifest.step = source.step;
     manifest.samples = source.samples;
     manifest.counters = source.counters.clone();
@@ -409,7 +438,7 @@ pub fn load_safetensors(dir: &Path, device: &Device) -> Result<Net, CheckpointEr
     let path = dir.join(SAFETENSORS_FILE);
     let load_err = |reason: String| CheckpointError::Load { path: path.clone(), reason };
     let file = SafeTensors::deserialize(&bytes).map_err(|e| load_err(e.to_string()))?;
-    let mut net = Net::new(&manifest.network, device);
+    let mut net = Net::for_encoding(&manifest.network, manifest.encoding(), device);
     let mut seen = 0usize;
     visit(&mut net, &mut |name, slot| {
         let view = file.tensor(&name).map_err(|_| format!("tensor {name} is missing"))?;

@@ -23,9 +23,8 @@ use burn::tensor::activation::{relu, sigmoid};
 use burn::tensor::ops::PadMode;
 use burn::tensor::{Device, Tensor, TensorData};
 use rayon::prelude::*;
-use xiangqi::Game;
-use xiangqi::env::{self, INPUT_SIZE, PLANE_FILES, PLANE_RANKS, PLANE_SIZE, PLANES, POLICY_SIZE};
-use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator};
+use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE};
+use xiangqi_search::{Encoding, EvalBuffer, EvalRequest, Evaluator, GameEnv};
 
 use crate::config::NetConfig;
 use crate::error::NnError;
@@ -204,6 +203,7 @@ pub struct InferenceNet {
     value_fc1: Dense,
     value_fc2: Dense,
     config: NetConfig,
+    encoding: Encoding,
     device: Device,
     chunk: usize,
 }
@@ -258,6 +258,7 @@ impl InferenceNet {
             value_fc1: Dense::from_linear(&net.value_fc1, Some(c.value_channels), &device)?,
             value_fc2: Dense::from_linear(&net.value_fc2, None, &device)?,
             config: net.config.clone(),
+            encoding: net.encoding,
             device,
             chunk,
         })
@@ -266,6 +267,11 @@ impl InferenceNet {
     /// The configuration of the network this was folded from.
     pub fn config(&self) -> &NetConfig {
         &self.config
+    }
+
+    /// The game encoding of the network's input and output.
+    pub fn encoding(&self) -> &Encoding {
+        &self.encoding
     }
 
     /// The device the folded weights live on.
@@ -295,7 +301,7 @@ impl InferenceNet {
     /// * output `wdl`: `[B, 3]` (logits of win, draw, loss for the side to move)
     pub fn forward(&self, planes: Tensor<4>) -> NetOutput {
         let [b, c, h, w] = planes.dims();
-        debug_assert_eq!([c, h, w], [PLANES, PLANE_RANKS, PLANE_FILES]);
+        debug_assert_eq!([c, h, w], [self.encoding.planes, PLANE_RANKS, PLANE_FILES]);
         if b <= self.chunk {
             return self.forward_chunk(planes);
         }
@@ -367,22 +373,24 @@ impl InferenceNet {
     /// [`NnError::Batch`] if the length is not a multiple of [`INPUT_SIZE`];
     /// [`NnError::Read`] if the device fails.
     pub fn predict(&self, planes: Vec<f32>) -> Result<Logits, NnError> {
-        if !planes.len().is_multiple_of(INPUT_SIZE) {
+        let input_size = self.encoding.input_size();
+        let policy_size = self.encoding.policy_size;
+        if !planes.len().is_multiple_of(input_size) {
             return Err(NnError::Batch(format!(
-                "{} plane floats is not a multiple of {INPUT_SIZE}",
+                "{} plane floats is not a multiple of {input_size}",
                 planes.len()
             )));
         }
-        let batch = planes.len() / INPUT_SIZE;
+        let batch = planes.len() / input_size;
         if batch == 0 {
-            return Ok(Logits { batch, policy: Vec::new(), wdl: Vec::new() });
+            return Ok(Logits { batch, policy_size, policy: Vec::new(), wdl: Vec::new() });
         }
         let input = Tensor::from_data(
-            TensorData::new(planes, [batch, PLANES, PLANE_RANKS, PLANE_FILES]),
+            TensorData::new(planes, [batch, self.encoding.planes, PLANE_RANKS, PLANE_FILES]),
             &self.device,
         );
         let out = self.forward(input);
-        Ok(Logits { batch, policy: to_vec(out.policy)?, wdl: to_vec(out.wdl)? })
+        Ok(Logits { batch, policy_size, policy: to_vec(out.policy)?, wdl: to_vec(out.wdl)? })
     }
 }
 
@@ -391,6 +399,8 @@ impl InferenceNet {
 pub struct Logits {
     /// Positions in the batch.
     pub batch: usize,
+    /// Policy logits per position.
+    pub policy_size: usize,
     /// Policy logits.
     ///
     /// # Shapes
@@ -409,7 +419,7 @@ impl Logits {
     /// # Panics
     /// If `i >= self.batch`.
     pub fn policy(&self, i: usize) -> &[f32] {
-        &self.policy[i * POLICY_SIZE..(i + 1) * POLICY_SIZE]
+        &self.policy[i * self.policy_size..(i + 1) * self.policy_size]
     }
 
     /// Win, draw and loss probabilities of position `i` (softmax of its WDL logits).
@@ -430,7 +440,7 @@ impl Logits {
 ///
 /// # Errors
 /// [`NnError::NoPolicyIndex`] for a move outside the action space (never a legal move).
-pub fn legal_softmax(
+pub fn legal_softmax<G: GameEnv>(
     logits: &[f32],
     moves: &[xiangqi::Move],
     turn: xiangqi::Color,
@@ -439,7 +449,7 @@ pub fn legal_softmax(
     debug_assert_eq!(moves.len(), priors.len());
     let mut max = f32::NEG_INFINITY;
     for (p, &m) in priors.iter_mut().zip(moves) {
-        let i = env::move_to_index(m, turn).ok_or(NnError::NoPolicyIndex { mv: m.to_string() })?;
+        let i = G::move_to_index(m, turn).ok_or(NnError::NoPolicyIndex { mv: m.to_string() })?;
         *p = logits[i];
         max = max.max(*p);
     }
@@ -483,29 +493,39 @@ impl NnEvaluator {
     }
 
     /// Encodes the requests' games into one buffer of planes, `[B, PLANES, 10, 9]`.
-    fn encode(batch: &[EvalRequest<'_, Game>]) -> Vec<f32> {
-        let mut planes = vec![0.0; batch.len() * INPUT_SIZE];
-        for (r, chunk) in batch.iter().zip(planes.chunks_exact_mut(INPUT_SIZE)) {
-            env::encode_planes(r.game, chunk);
+    fn encode<G: GameEnv>(batch: &[EvalRequest<'_, G>]) -> Vec<f32> {
+        let mut planes = vec![0.0; batch.len() * G::INPUT_SIZE];
+        for (r, chunk) in batch.iter().zip(planes.chunks_exact_mut(G::INPUT_SIZE)) {
+            r.game.encode_planes(chunk);
         }
         planes
     }
 }
 
-impl Evaluator<Game> for NnEvaluator {
+/// The evaluator of any game whose encoding the network was built for.
+impl<G: GameEnv> Evaluator<G> for NnEvaluator {
     type Error = NnError;
 
     fn evaluate(
         &mut self,
-        batch: &[EvalRequest<'_, Game>],
+        batch: &[EvalRequest<'_, G>],
         out: &mut EvalBuffer,
     ) -> Result<(), NnError> {
         if batch.is_empty() {
             return Ok(());
         }
+        let enc = self.net.encoding();
+        if enc.game != G::KIND || enc.planes != G::PLANES || enc.policy_size != G::POLICY_SIZE {
+            return Err(NnError::Batch(format!(
+                "the network is for {} (encoding version {}), not {}",
+                enc.game,
+                enc.version,
+                G::KIND
+            )));
+        }
         let logits = self.net.predict(Self::encode(batch))?;
         for (i, (r, (priors, value))) in batch.iter().zip(out.entries_mut()).enumerate() {
-            legal_softmax(logits.policy(i), r.moves, r.game.position().turn(), priors)?;
+            legal_softmax::<G>(logits.policy(i), r.moves, r.game.turn(), priors)?;
             let [w, _d, l] = logits.wdl_probabilities(i);
             let v = w - l;
             *value = if v.is_nan() { 0.0 } else { v.clamp(-1.0, 1.0) };

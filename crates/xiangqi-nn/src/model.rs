@@ -26,7 +26,8 @@ use burn::tensor::activation::{relu, sigmoid};
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE, PLANES, POLICY_SIZE};
+use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE};
+use xiangqi_search::Encoding;
 
 use crate::config::NetConfig;
 
@@ -186,6 +187,9 @@ pub struct Net {
     /// The configuration the network was built from.
     #[module(skip)]
     pub config: NetConfig,
+    /// The game encoding its shapes come from (input planes, policy size).
+    #[module(skip)]
+    pub encoding: Encoding,
 }
 
 /// Uniform `±1 / √fan_in` values (burn's default initialisation of convolutions and linear
@@ -229,6 +233,12 @@ impl Net {
     /// [`Net::seeded`] for weights that depend on a seed alone).
     /// The configuration should be valid ([`NetConfig::validate`]).
     pub fn new(config: &NetConfig, device: &Device) -> Net {
+        Net::for_encoding(config, Encoding::default(), device)
+    }
+
+    /// [`Net::new`] for a game's encoding: `encoding.planes` input planes and
+    /// `encoding.policy_size` policy logits ([`Net::new`] is xiangqi's).
+    pub fn for_encoding(config: &NetConfig, encoding: Encoding, device: &Device) -> Net {
         let f = config.filters;
         let tower = (0..config.blocks)
             .map(|i| {
@@ -245,16 +255,17 @@ impl Net {
             })
             .collect();
         Net {
-            input: ConvBn::new(PLANES, f, 3, device),
+            input: ConvBn::new(encoding.planes, f, 3, device),
             tower,
             policy_conv: ConvBn::new(f, config.policy_channels, 1, device),
-            policy_fc: LinearConfig::new(config.policy_channels * PLANE_SIZE, POLICY_SIZE)
+            policy_fc: LinearConfig::new(config.policy_channels * PLANE_SIZE, encoding.policy_size)
                 .init(device),
             value_conv: ConvBn::new(f, config.value_channels, 1, device),
             value_fc1: LinearConfig::new(config.value_channels * PLANE_SIZE, config.value_hidden)
                 .init(device),
             value_fc2: LinearConfig::new(config.value_hidden, WDL).init(device),
             config: config.clone(),
+            encoding,
         }
     }
 
@@ -263,7 +274,12 @@ impl Net {
     /// uniform in `±1 / √fan_in`, as burn initialises them, from a ChaCha8 generator; batch
     /// normalisation starts as the identity.
     pub fn seeded(config: &NetConfig, device: &Device, seed: u64) -> Net {
-        let mut net = Net::new(config, device);
+        Net::seeded_for(config, Encoding::default(), device, seed)
+    }
+
+    /// [`Net::seeded`] for a game's encoding.
+    pub fn seeded_for(config: &NetConfig, encoding: Encoding, device: &Device, seed: u64) -> Net {
+        let mut net = Net::for_encoding(config, encoding, device);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let rng = &mut rng;
         reinit_conv(&mut net.input.conv, rng, device);
@@ -315,7 +331,7 @@ impl Net {
     /// * output `wdl`: `[B, 3]` (logits of win, draw, loss for the side to move)
     pub fn forward(&self, planes: Tensor<4>) -> NetOutput {
         let [b, c, h, w] = planes.dims();
-        debug_assert_eq!([c, h, w], [PLANES, PLANE_RANKS, PLANE_FILES]);
+        debug_assert_eq!([c, h, w], [self.encoding.planes, PLANE_RANKS, PLANE_FILES]);
         let mut x = relu(self.input.forward(planes));
         for block in &self.tower {
             x = block.forward(x);
@@ -332,7 +348,7 @@ impl Net {
 
 #[cfg(test)]
 mod tests {
-    use xiangqi::env::{INPUT_SIZE, mirror_index, mirror_planes, mirror_policy};
+    use xiangqi::env::{INPUT_SIZE, PLANES, mirror_index, mirror_planes, mirror_policy};
 
     use super::*;
     use crate::GlobalKind;

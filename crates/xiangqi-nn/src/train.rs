@@ -32,9 +32,8 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use xiangqi::env::{
-    self, INPUT_SIZE, InvalidPieceCode, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SIZE, PlaneInputs,
-};
+use xiangqi::env::{InvalidPieceCode, PLANE_FILES, PLANE_RANKS, PlaneInputs};
+use xiangqi_search::Encoding;
 
 use crate::config::{ConfigError, NetConfig, OptimizerKind, TrainConfig};
 use crate::error::NnError;
@@ -49,6 +48,7 @@ use crate::model::{Net, WDL};
 /// a full one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TrainBatch {
+    encoding: Encoding,
     planes: Vec<f32>,
     policy: Vec<f32>,
     wdl: Vec<f32>,
@@ -67,14 +67,26 @@ impl TrainBatch {
 
     /// An empty batch with room for `n` samples.
     pub fn with_capacity(n: usize) -> TrainBatch {
+        TrainBatch::for_encoding(Encoding::default(), n)
+    }
+
+    /// An empty batch of samples of a game's `encoding` with room for `n` samples
+    /// ([`TrainBatch::new`] and [`TrainBatch::with_capacity`] are xiangqi's).
+    pub fn for_encoding(encoding: Encoding, n: usize) -> TrainBatch {
         TrainBatch {
-            planes: Vec::with_capacity(n * INPUT_SIZE),
-            policy: Vec::with_capacity(n * POLICY_SIZE),
+            encoding,
+            planes: Vec::with_capacity(n * encoding.input_size()),
+            policy: Vec::with_capacity(n * encoding.policy_size),
             wdl: Vec::with_capacity(n * WDL),
             full: Vec::with_capacity(n),
-            legal: Vec::with_capacity(n * POLICY_SIZE),
+            legal: Vec::with_capacity(n * encoding.policy_size),
             value_weight: Vec::with_capacity(n),
         }
+    }
+
+    /// The game encoding of the samples.
+    pub fn encoding(&self) -> &Encoding {
+        &self.encoding
     }
 
     /// Number of samples.
@@ -102,13 +114,14 @@ impl TrainBatch {
     /// # Panics
     /// If `planes.len() != INPUT_SIZE` or `policy.len() != POLICY_SIZE`.
     pub fn push(&mut self, planes: &[f32], policy: &[f32], wdl: [f32; 3], full_search: bool) {
-        assert_eq!(planes.len(), INPUT_SIZE, "TrainBatch::push: planes must hold INPUT_SIZE");
-        assert_eq!(policy.len(), POLICY_SIZE, "TrainBatch::push: policy must hold POLICY_SIZE");
+        let (input_size, policy_size) = (self.encoding.input_size(), self.encoding.policy_size);
+        assert_eq!(planes.len(), input_size, "TrainBatch::push: planes must hold INPUT_SIZE");
+        assert_eq!(policy.len(), policy_size, "TrainBatch::push: policy must hold POLICY_SIZE");
         self.planes.extend_from_slice(planes);
         self.policy.extend_from_slice(policy);
         self.wdl.extend_from_slice(&wdl);
         self.full.push(if full_search { 1.0 } else { 0.0 });
-        self.legal.resize(self.legal.len() + POLICY_SIZE, 1.0);
+        self.legal.resize(self.legal.len() + policy_size, 1.0);
         self.value_weight.push(1.0);
     }
 
@@ -149,14 +162,14 @@ impl TrainBatch {
         value_weight: f32,
     ) -> Result<(), InvalidPieceCode> {
         let start = self.planes.len();
-        self.planes.resize(start + INPUT_SIZE, 0.0);
-        if let Err(e) = env::planes_from_compact(inputs, &mut self.planes[start..]) {
+        self.planes.resize(start + self.encoding.input_size(), 0.0);
+        if let Err(e) = (self.encoding.planes_from_inputs)(inputs, &mut self.planes[start..]) {
             self.planes.truncate(start);
             return Err(e);
         }
         let start = self.policy.len();
-        self.policy.resize(start + POLICY_SIZE, 0.0);
-        self.legal.resize(start + POLICY_SIZE, 0.0);
+        self.policy.resize(start + self.encoding.policy_size, 0.0);
+        self.legal.resize(start + self.encoding.policy_size, 0.0);
         for &(i, p) in policy {
             self.policy[start + usize::from(i)] = p;
             self.legal[start + usize::from(i)] = 1.0;
@@ -320,11 +333,12 @@ fn pass(
     dev: &Device,
 ) -> (GradientsParams, [Tensor<1>; 4]) {
     let m = part.full.len();
+    let (planes, policy_size) = (net.encoding.planes, net.encoding.policy_size);
     let x = Tensor::<4>::from_data(
-        TensorData::new(part.planes, [m, PLANES, PLANE_RANKS, PLANE_FILES]),
+        TensorData::new(part.planes, [m, planes, PLANE_RANKS, PLANE_FILES]),
         dev,
     );
-    let target_policy = Tensor::<2>::from_data(TensorData::new(part.policy, [m, POLICY_SIZE]), dev);
+    let target_policy = Tensor::<2>::from_data(TensorData::new(part.policy, [m, policy_size]), dev);
     let target_wdl = Tensor::<2>::from_data(TensorData::new(part.wdl, [m, WDL]), dev);
     let mask = Tensor::<2>::from_data(TensorData::new(part.full, [m, 1]), dev);
     let value_weight = Tensor::<2>::from_data(TensorData::new(part.value_weight, [m, 1]), dev);
@@ -334,7 +348,7 @@ fn pass(
         // Illegal actions get a logit far below any real one: a softmax weight of exactly 0,
         // and so no gradient (0 · a finite log-probability in the cross-entropy).
         Some(legal) => {
-            let legal = Tensor::<2>::from_data(TensorData::new(legal, [m, POLICY_SIZE]), dev);
+            let legal = Tensor::<2>::from_data(TensorData::new(legal, [m, policy_size]), dev);
             out.policy + legal.sub_scalar(1.0).mul_scalar(ILLEGAL_LOGIT_OFFSET)
         }
         None => out.policy,
@@ -455,9 +469,23 @@ impl Trainer {
         device: &Device,
         seed: u64,
     ) -> Result<Trainer, ConfigError> {
+        Trainer::for_encoding(net_config, Encoding::default(), config, device, seed)
+    }
+
+    /// [`Trainer::new`] for a game's encoding ([`Trainer::new`] is xiangqi's).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] if either configuration is invalid.
+    pub fn for_encoding(
+        net_config: &NetConfig,
+        encoding: Encoding,
+        config: &TrainConfig,
+        device: &Device,
+        seed: u64,
+    ) -> Result<Trainer, ConfigError> {
         net_config.validate()?;
         let device = autodiff(device);
-        let net = Net::seeded(net_config, &device, seed);
+        let net = Net::seeded_for(net_config, encoding, &device, seed);
         Trainer::from_net(net, config, &device, seed)
     }
 
@@ -589,19 +617,27 @@ impl Trainer {
         if n == 0 {
             return Err(NnError::Batch("a training batch needs at least one sample".into()));
         }
+        let enc = self.net().encoding;
+        if batch.encoding != enc {
+            return Err(NnError::Batch(format!(
+                "a batch of {} samples (encoding {}) for a network of {} (encoding {})",
+                batch.encoding.game, batch.encoding.version, enc.game, enc.version
+            )));
+        }
+        let (input_size, policy_size) = (enc.input_size(), enc.policy_size);
         let mut planes = batch.planes.clone();
         let mut policy = batch.policy.clone();
         let mut legal = batch.legal.clone();
         if self.config.mirror {
             for ((p, pi), l) in planes
-                .chunks_exact_mut(INPUT_SIZE)
-                .zip(policy.chunks_exact_mut(POLICY_SIZE))
-                .zip(legal.chunks_exact_mut(POLICY_SIZE))
+                .chunks_exact_mut(input_size)
+                .zip(policy.chunks_exact_mut(policy_size))
+                .zip(legal.chunks_exact_mut(policy_size))
             {
                 if self.rng.random_bool(0.5) {
-                    env::mirror_planes(p);
-                    env::mirror_policy_in_place(pi);
-                    env::mirror_policy_in_place(l);
+                    (enc.mirror_planes)(p);
+                    (enc.mirror_policy)(pi);
+                    (enc.mirror_policy)(l);
                 }
             }
         }
@@ -636,12 +672,12 @@ impl Trainer {
                 .map(|start| {
                     let end = (start + micro).min(n);
                     let part = Part {
-                        planes: planes[start * INPUT_SIZE..end * INPUT_SIZE].to_vec(),
-                        policy: policy[start * POLICY_SIZE..end * POLICY_SIZE].to_vec(),
+                        planes: planes[start * input_size..end * input_size].to_vec(),
+                        policy: policy[start * policy_size..end * policy_size].to_vec(),
                         wdl: batch.wdl[start * WDL..end * WDL].to_vec(),
                         full: batch.full[start..end].to_vec(),
                         legal: mask_illegal
-                            .then(|| legal[start * POLICY_SIZE..end * POLICY_SIZE].to_vec()),
+                            .then(|| legal[start * policy_size..end * policy_size].to_vec()),
                         value_weight: batch.value_weight[start..end].to_vec(),
                     };
                     (net.valid().train(), part)

@@ -270,7 +270,7 @@ fn evaluator_priors_sum_to_one_over_legal_moves() {
     // An empty batch is fine.
     let mut empty = EvalBuffer::new();
     empty.prepare::<Game>(&[]);
-    evaluator.evaluate(&[], &mut empty).unwrap();
+    Evaluator::<Game>::evaluate(&mut evaluator, &[], &mut empty).unwrap();
 }
 
 #[test]

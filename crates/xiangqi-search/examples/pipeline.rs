@@ -30,13 +30,14 @@ fn main() {
         ..SelfPlayConfig::default()
     };
     let mut eval = ScriptedEvaluator::uniform().with_delay(Duration::from_millis(delay_ms));
-    let stats = match play_games(&search, &selfplay, games, &mut eval, |_| Ok(())) {
-        Ok(stats) => stats,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    };
+    let stats =
+        match play_games::<xiangqi::Game, _, _>(&search, &selfplay, games, &mut eval, |_| Ok(())) {
+            Ok(stats) => stats,
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        };
     println!(
         "evaluator busy {:.1}% of {:.2} s; {} batches of {:.1} states on average; {} simulations",
         100.0 * stats.busy_fraction(),

@@ -15,9 +15,9 @@
 
 use std::fmt;
 
+use crate::game::{GameEnv, GameKind};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use xiangqi::RuleSet;
 
 /// A setting with a bad value: which key and why.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -225,9 +225,12 @@ pub struct SelfPlayConfig {
     pub resign_disabled_fraction: f32,
     /// Plies after which a game is stopped and scored as a draw (`length_cap`).
     pub length_cap: u32,
-    /// Rule set: `"asian"` or `"simple"`.
-    #[serde(with = "rules_name")]
-    pub rules: RuleSet,
+    /// The game: `"xiangqi"` (the default) or `"janggi"`.
+    pub game: GameKind,
+    /// Rule set: `"asian"` (the default) or `"simple"` for xiangqi, `"site"` (the default) or
+    /// `"traditional"` for janggi; absent means the game's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
     /// Master seed; game `i` draws from a generator seeded by (`seed`, `i`).
     pub seed: u64,
     /// Games per replay shard.
@@ -246,7 +249,8 @@ impl Default for SelfPlayConfig {
             resign_threshold: -1.0,
             resign_disabled_fraction: 0.1,
             length_cap: 400,
-            rules: RuleSet::Asian,
+            game: GameKind::Xiangqi,
+            rules: None,
             seed: 0,
             games_per_shard: 64,
         }
@@ -279,22 +283,46 @@ impl SelfPlayConfig {
         )?;
         check(self.length_cap >= 1, "selfplay.length_cap", "must be at least 1")?;
         check(self.games_per_shard >= 1, "selfplay.games_per_shard", "must be at least 1")?;
+        if let Some(name) = &self.rules {
+            let known = self.game.rule_names();
+            if !known.contains(&name.as_str()) {
+                return Err(ConfigError {
+                    key: "selfplay.rules",
+                    reason: format!(
+                        "'{}' is no {} rule set (expected {})",
+                        name.chars().take(32).collect::<String>(),
+                        self.game,
+                        known.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")
+                    ),
+                });
+            }
+        }
         Ok(())
     }
-}
 
-/// Serializes a [`RuleSet`] by its name (`"asian"`, `"simple"`).
-mod rules_name {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use xiangqi::RuleSet;
-
-    pub(super) fn serialize<S: Serializer>(rules: &RuleSet, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(rules.name())
+    /// The rule set of game `G` this config names (or `G`'s default).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for `selfplay.game` if the config is for another game than `G`, or for
+    /// `selfplay.rules` if the name is no rule set of `G`.
+    pub fn rules_for<G: GameEnv>(&self) -> Result<G::Rules, ConfigError> {
+        if self.game != G::KIND {
+            return Err(ConfigError {
+                key: "selfplay.game",
+                reason: format!("the config is for {}, not {}", self.game, G::KIND),
+            });
+        }
+        match &self.rules {
+            None => Ok(G::default_rules()),
+            Some(name) => {
+                G::parse_rules(name).map_err(|reason| ConfigError { key: "selfplay.rules", reason })
+            }
+        }
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RuleSet, D::Error> {
-        let name = String::deserialize(d)?;
-        name.parse().map_err(serde::de::Error::custom)
+    /// The rule set's name (the game's default when none is named).
+    pub fn rules_name(&self) -> &str {
+        self.rules.as_deref().unwrap_or(self.game.default_rules())
     }
 }
 
@@ -321,15 +349,26 @@ mod tests {
         assert_eq!(f.search.algorithm, Algorithm::Gumbel);
         assert_eq!(f.search.simulations, 32);
         assert_eq!(f.search.c_puct, SearchConfig::default().c_puct);
-        assert_eq!(f.selfplay.rules, RuleSet::Simple);
+        assert_eq!(f.selfplay.rules_for::<xiangqi::Game>().unwrap(), xiangqi::RuleSet::Simple);
         assert_eq!(f.selfplay.seed, 7);
 
         let bad = toml::from_str::<File>("[search]\nc_pcut = 1.0\n[selfplay]\n");
         let msg = bad.err().unwrap().to_string();
         assert!(msg.contains("c_pcut"), "{msg}");
-        let bad = toml::from_str::<File>("[search]\n[selfplay]\nrules = \"chess\"\n");
-        let msg = bad.err().unwrap().to_string();
-        assert!(msg.contains("chess"), "{msg}");
+        let bad: File = toml::from_str("[search]\n[selfplay]\nrules = \"chess\"\n").unwrap();
+        let e = bad.selfplay.validate().unwrap_err();
+        assert_eq!(e.key, "selfplay.rules");
+        assert!(e.to_string().contains("chess"), "{e}");
+        let janggi: File =
+            toml::from_str("[search]\n[selfplay]\ngame = \"janggi\"\nrules = \"asian\"\n").unwrap();
+        assert_eq!(janggi.selfplay.validate().unwrap_err().key, "selfplay.rules");
+        let janggi: File = toml::from_str("[search]\n[selfplay]\ngame = \"janggi\"\n").unwrap();
+        janggi.selfplay.validate().unwrap();
+        assert_eq!(
+            janggi.selfplay.rules_for::<xiangqi::janggi::Game>().unwrap(),
+            xiangqi::janggi::Rules::Site
+        );
+        assert_eq!(janggi.selfplay.rules_for::<xiangqi::Game>().unwrap_err().key, "selfplay.game");
     }
 
     #[test]

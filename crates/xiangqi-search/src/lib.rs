@@ -41,7 +41,7 @@ pub mod tree;
 
 pub use config::{Algorithm, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig, WinCheck};
 pub use eval::{EvalBuffer, EvalLog, EvalRequest, Evaluator, ScriptedEvaluator, UniformEvaluator};
-pub use game::SearchGame;
+pub use game::{Encoding, GameEnv, GameKind, ParseGameKindError, SearchGame};
 pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn_moves};
 pub use resign::ResignCalibration;
 pub use search::{Search, SearchResult};
@@ -50,7 +50,6 @@ pub use selfplay::{
 };
 pub use shard::{
     FORMAT_VERSION, LOCAL_WORKER, SampleRef, Shard, ShardError, UNKNOWN_ENDING, UNKNOWN_GENERATION,
-    UNKNOWN_MATERIAL, list_shards, material_balance, read_shard, read_shard_from, write_shard,
-    write_shard_to,
+    UNKNOWN_MATERIAL, list_shards, read_shard, read_shard_from, write_shard, write_shard_to,
 };
 pub use tree::{NodeId, NodeStatus, Tree};

@@ -28,7 +28,9 @@ use std::io::{self, Write};
 
 use thiserror::Error;
 use xiangqi::env::PlaneInputs;
-use xiangqi::{Color, File, Game, Move, Outcome, Position, Rank, RuleSet, Square};
+use xiangqi::{Color, File, Move, Outcome, Rank, Square};
+
+use crate::game::GameEnv;
 
 /// The training target of one searched position.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,14 +51,14 @@ pub struct SampleTarget {
 }
 
 /// A finished game.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GameRecord {
+#[derive(Clone, Debug)]
+pub struct GameRecord<G: GameEnv = xiangqi::Game> {
     /// The game's number in its self-play run (its random generator is seeded from it).
     pub game_id: u64,
     /// The rule set.
-    pub rules: RuleSet,
+    pub rules: G::Rules,
     /// Where the game began.
-    pub start: Position,
+    pub start: G::Position,
     /// Every move, opening plies included.
     pub moves: Vec<Move>,
     /// The verdict (a rule verdict, `resignation` or `length_cap`).
@@ -75,7 +77,21 @@ pub struct GameRecord {
     pub lowest_value: [f32; 2],
 }
 
-impl GameRecord {
+impl<G: GameEnv> PartialEq for GameRecord<G> {
+    fn eq(&self, other: &Self) -> bool {
+        self.game_id == other.game_id
+            && self.rules == other.rules
+            && self.start == other.start
+            && self.moves == other.moves
+            && self.outcome == other.outcome
+            && self.samples == other.samples
+            && self.resign_disabled == other.resign_disabled
+            && self.would_have_resigned == other.would_have_resigned
+            && self.lowest_value == other.lowest_value
+    }
+}
+
+impl<G: GameEnv> GameRecord<G> {
     /// The final result for `color`: +1 win, 0 draw, -1 loss.
     pub fn result_for(&self, color: Color) -> i8 {
         match self.outcome.winner() {
@@ -97,25 +113,25 @@ impl GameRecord {
     /// I/O errors of `w`.
     pub fn write_pgn<W: Write>(&self, w: &mut W) -> io::Result<()> {
         let result = self.outcome.result_str();
-        writeln!(w, "[Game \"Chinese Chess\"]")?;
+        writeln!(w, "[Game \"{}\"]", G::PGN_GAME)?;
         writeln!(w, "[Event \"xqz selfplay\"]")?;
         writeln!(w, "[Site \"?\"]")?;
         writeln!(w, "[Date \"????.??.??\"]")?;
         writeln!(w, "[Round \"{}\"]", self.game_id)?;
-        writeln!(w, "[Red \"xqz\"]")?;
-        writeln!(w, "[Black \"xqz\"]")?;
+        writeln!(w, "[{} \"xqz\"]", G::SIDE_TAGS[0])?;
+        writeln!(w, "[{} \"xqz\"]", G::SIDE_TAGS[1])?;
         writeln!(w, "[Result \"{result}\"]")?;
         writeln!(w, "[Termination \"{}\"]", self.outcome.reason())?;
         writeln!(w, "[Rules \"{}\"]", self.rules)?;
         writeln!(w, "[Format \"ICCS\"]")?;
-        if self.start != Position::start() {
+        if self.start != G::start_position(self.rules) {
             writeln!(w, "[SetUp \"1\"]")?;
-            writeln!(w, "[FEN \"{}\"]", self.start.fen())?;
+            writeln!(w, "[FEN \"{}\"]", G::position_fen(&self.start))?;
         }
         writeln!(w)?;
         let mut line = String::new();
-        let mut number = self.start.fullmove_number();
-        let mut turn = self.start.turn();
+        let mut number = G::position_fullmove(&self.start);
+        let mut turn = G::position_turn(&self.start);
         let mut tokens: Vec<String> = Vec::with_capacity(self.moves.len() * 3 / 2 + 2);
         for (i, &m) in self.moves.iter().enumerate() {
             if turn == Color::Red {
@@ -198,21 +214,24 @@ pub fn parse_iccs(text: &str) -> Result<Move, PgnError> {
 ///
 /// # Errors
 /// [`PgnError`] for a malformed or illegal move or a bad FEN tag.
-pub fn parse_pgn_moves(pgn: &str, rules: RuleSet) -> Result<(Position, Vec<Move>), PgnError> {
-    let mut start = Position::start();
+pub fn parse_pgn_moves<G: GameEnv>(
+    pgn: &str,
+    rules: G::Rules,
+) -> Result<(G::Position, Vec<Move>), PgnError> {
+    let mut start = G::start_position(rules);
     let mut text = String::new();
     for line in pgn.lines() {
         let line = line.trim();
         if let Some(tag) = line.strip_prefix('[') {
             if let Some(fen) = tag.strip_prefix("FEN \"").and_then(|s| s.strip_suffix("\"]")) {
-                start = Position::from_fen(fen).map_err(|e| PgnError::Fen(e.to_string()))?;
+                start = G::position_from_fen(fen, rules).map_err(PgnError::Fen)?;
             }
         } else {
             text.push_str(line);
             text.push(' ');
         }
     }
-    let mut game = Game::new(start, rules);
+    let mut game = G::new_game(start.clone(), rules);
     let mut moves = Vec::new();
     let mut in_comment = false;
     for token in text.split_ascii_whitespace() {
@@ -226,10 +245,10 @@ pub fn parse_pgn_moves(pgn: &str, rules: RuleSet) -> Result<(Position, Vec<Move>
         }
         let m = parse_iccs(token)?;
         let index = moves.len() + 1;
-        game.play(m).map_err(|e| PgnError::Illegal {
+        game.play_checked(m).map_err(|reason| PgnError::Illegal {
             index,
             text: token.to_string(),
-            reason: e.to_string(),
+            reason,
         })?;
         moves.push(m);
     }
@@ -242,7 +261,7 @@ mod tests {
 
     #[test]
     fn iccs_round_trips_every_point_pair() {
-        let m = Position::start().parse_uci("h2e2").unwrap();
+        let m = xiangqi::Position::start().parse_uci("h2e2").unwrap();
         assert_eq!(iccs(m), "H2-E2");
         assert_eq!(parse_iccs("H2-E2").unwrap(), m);
         assert_eq!(parse_iccs("h2-e2").unwrap(), m);

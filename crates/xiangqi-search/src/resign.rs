@@ -30,6 +30,7 @@
 
 use xiangqi::Color;
 
+use crate::game::GameEnv;
 use crate::record::GameRecord;
 
 /// Width of a calibration bin, in value units.
@@ -100,7 +101,11 @@ impl ResignCalibration {
     /// Counts both sides of a finished game, if resignation could not have ended it: it was
     /// disabled for the game, or `threshold_in_effect` was `-1` or lower (no resignation).
     /// Returns whether the game was counted.
-    pub fn add_game(&mut self, record: &GameRecord, threshold_in_effect: f32) -> bool {
+    pub fn add_game<G: GameEnv>(
+        &mut self,
+        record: &GameRecord<G>,
+        threshold_in_effect: f32,
+    ) -> bool {
         if !(record.resign_disabled || threshold_in_effect <= -1.0) {
             return false;
         }

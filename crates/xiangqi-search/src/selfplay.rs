@@ -40,11 +40,11 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use thiserror::Error;
-use xiangqi::env::PlaneInputs;
-use xiangqi::{Color, Game, Outcome, OutcomeReason, Position};
+use xiangqi::{Color, Outcome, OutcomeReason};
 
 use crate::config::{ConfigError, SearchConfig, SelfPlayConfig};
 use crate::eval::{EvalBuffer, EvalRequest, Evaluator, recycle};
+use crate::game::{GameEnv, SearchGame};
 use crate::record::{GameRecord, SampleTarget};
 use crate::search::Search;
 
@@ -111,7 +111,7 @@ impl SelfPlayStats {
             .then(|| self.resign_false_positives as f64 / self.would_have_resigned as f64)
     }
 
-    fn count_game(&mut self, record: &GameRecord) {
+    fn count_game<G: GameEnv>(&mut self, record: &GameRecord<G>) {
         self.games_finished += 1;
         self.reasons[record.outcome.reason().index()] += 1;
         let r = match record.outcome.winner() {
@@ -137,9 +137,9 @@ impl SelfPlayStats {
 
 /// What the pool reports while it runs.
 #[derive(Debug)]
-pub enum SelfPlayEvent<'a> {
+pub enum SelfPlayEvent<'a, G: GameEnv = xiangqi::Game> {
     /// A game finished (reported in a deterministic order).
-    GameFinished(&'a GameRecord, &'a SelfPlayStats),
+    GameFinished(&'a GameRecord<G>, &'a SelfPlayStats),
     /// A round of batches is done.
     Progress(&'a SelfPlayStats),
 }
@@ -171,18 +171,20 @@ pub fn game_rng(seed: u64, game_id: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(z ^ (z >> 31))
 }
 
-struct Settings {
+struct Settings<G: GameEnv> {
     search: SearchConfig,
     selfplay: SelfPlayConfig,
+    /// The rule set of every game.
+    rules: G::Rules,
     /// The id of the first game of the call.
     first_game_id: u64,
 }
 
 /// A game being played.
-struct Running {
+struct Running<G: GameEnv> {
     game_id: u64,
-    game: Game,
-    search: Search<Game>,
+    game: G,
+    search: Search<G>,
     rng: ChaCha8Rng,
     samples: Vec<SampleTarget>,
     full: bool,
@@ -191,11 +193,10 @@ struct Running {
     lowest_value: [f32; 2],
 }
 
-#[derive(Default)]
-struct Slot {
-    run: Option<Running>,
-    spare: Option<Search<Game>>,
-    finished: Option<GameRecord>,
+struct Slot<G: GameEnv> {
+    run: Option<Running<G>>,
+    spare: Option<Search<G>>,
+    finished: Option<GameRecord<G>>,
     quota: usize,
     offset: usize,
     simulations: u64,
@@ -203,18 +204,35 @@ struct Slot {
     full_searches: u64,
 }
 
-impl Running {
-    fn new(game_id: u64, settings: &Settings, spare: Option<Search<Game>>) -> Running {
+impl<G: GameEnv> Default for Slot<G> {
+    fn default() -> Self {
+        Slot {
+            run: None,
+            spare: None,
+            finished: None,
+            quota: 0,
+            offset: 0,
+            simulations: 0,
+            moves: 0,
+            full_searches: 0,
+        }
+    }
+}
+
+impl<G: GameEnv> Running<G> {
+    fn new(game_id: u64, settings: &Settings<G>, spare: Option<Search<G>>) -> Running<G> {
         let sp = &settings.selfplay;
         let mut rng = game_rng(sp.seed, game_id);
-        let mut game = Game::new(Position::start(), sp.rules);
+        let mut game = G::new_game(G::start_position(settings.rules), settings.rules);
+        let mut moves = Vec::new();
         for _ in 0..sp.opening_random_plies {
-            let moves = game.legal_moves();
-            if moves.is_empty() || game.len() >= sp.length_cap as usize {
+            moves.clear();
+            game.legal_moves_into(&mut moves);
+            if moves.is_empty() || game.moves().len() >= sp.length_cap as usize {
                 break;
             }
             let m = moves[rng.random_range(0..moves.len())];
-            game.play_unchecked(m);
+            game.play(m);
         }
         let resign_disabled = rng.random::<f32>() < sp.resign_disabled_fraction;
         let search = match spare {
@@ -238,8 +256,8 @@ impl Running {
     }
 
     /// Starts the next search, or returns false if the game is over.
-    fn start_search(&mut self, settings: &Settings) -> bool {
-        if self.game.is_over() {
+    fn start_search(&mut self, settings: &Settings<G>) -> bool {
+        if self.game.outcome().is_some() {
             return false;
         }
         let s = &settings.search;
@@ -250,14 +268,14 @@ impl Running {
     }
 
     /// Records the finished search, plays its move; returns false if the game is now over.
-    fn play_searched_move(&mut self, settings: &Settings) -> bool {
+    fn play_searched_move(&mut self, settings: &Settings<G>) -> bool {
         let sp = &settings.selfplay;
         let result = self.search.result();
-        let turn = self.game.position().turn();
-        let ply = self.game.len() as u32;
+        let turn = self.game.turn();
+        let ply = self.game.moves().len() as u32;
         self.samples.push(SampleTarget {
             ply,
-            inputs: PlaneInputs::from_game(&self.game),
+            inputs: self.game.plane_inputs(),
             moves: result.moves.iter().map(|m| m.to_u16()).collect(),
             probs: result.policy.clone(),
             full_search: self.full,
@@ -276,10 +294,11 @@ impl Running {
         }
         let temperature = if ply < sp.temperature_plies { sp.temperature } else { 0.0 };
         let mv = self.search.choose_move(&result, temperature, &mut self.rng);
-        if self.game.play_unchecked(mv).is_some() {
+        SearchGame::play(&mut self.game, mv);
+        if self.game.outcome().is_some() {
             return false;
         }
-        if self.game.len() >= sp.length_cap as usize {
+        if self.game.moves().len() >= sp.length_cap as usize {
             self.game.set_outcome(Outcome::Draw { reason: OutcomeReason::LengthCap });
             return false;
         }
@@ -287,13 +306,13 @@ impl Running {
         true
     }
 
-    fn into_record(self, settings: &Settings) -> (GameRecord, Search<Game>) {
+    fn into_record(self, settings: &Settings<G>) -> (GameRecord<G>, Search<G>) {
         let outcome =
             self.game.outcome().unwrap_or(Outcome::Draw { reason: OutcomeReason::LengthCap });
         let record = GameRecord {
             game_id: self.game_id,
-            rules: settings.selfplay.rules,
-            start: *self.game.start(),
+            rules: settings.rules,
+            start: self.game.start().clone(),
             moves: self.game.moves().to_vec(),
             outcome,
             samples: self.samples,
@@ -305,10 +324,10 @@ impl Running {
     }
 }
 
-impl Slot {
+impl<G: GameEnv> Slot<G> {
     /// Applies this slot's evaluations (if `evals`), plays finished moves, and selects up to
     /// `quota` new leaves.
-    fn process(&mut self, evals: Option<&EvalBuffer>, settings: &Settings) {
+    fn process(&mut self, evals: Option<&EvalBuffer>, settings: &Settings<G>) {
         let Some(run) = self.run.as_mut() else { return };
         if run.search.num_pending() > 0 {
             match evals {
@@ -339,7 +358,7 @@ impl Slot {
         }
     }
 
-    fn finish(&mut self, settings: &Settings) {
+    fn finish(&mut self, settings: &Settings<G>) {
         if let Some(run) = self.run.take() {
             let (record, search) = run.into_record(settings);
             self.finished = Some(record);
@@ -348,17 +367,17 @@ impl Slot {
     }
 }
 
-struct Group {
-    slots: Vec<Slot>,
+struct Group<G: GameEnv> {
+    slots: Vec<Slot<G>>,
     buffer: EvalBuffer,
     has_results: bool,
     rotation: usize,
 }
 
-impl Group {
+impl<G: GameEnv> Group<G> {
     /// Gives each game a leaf quota (`virtual_loss_batch` each, `max_batch` in all), starting
     /// from a rotating slot so that every game is served when the batch cannot hold them all.
-    fn assign_quotas(&mut self, settings: &Settings) {
+    fn assign_quotas(&mut self, settings: &Settings<G>) {
         let n = self.slots.len();
         let mut budget = settings.selfplay.max_batch as usize;
         let per_game = settings.search.virtual_loss_batch as usize;
@@ -377,7 +396,7 @@ impl Group {
         self.rotation = (self.rotation + 1) % n.max(1);
     }
 
-    fn process(&mut self, settings: &Settings) {
+    fn process(&mut self, settings: &Settings<G>) {
         let evals = self.has_results.then_some(&self.buffer);
         self.slots.par_iter_mut().for_each(|slot| slot.process(evals, settings));
         self.has_results = false;
@@ -400,7 +419,7 @@ impl Group {
 /// [`SelfPlayError::Config`] for invalid settings, [`SelfPlayError::Evaluator`] if the evaluator
 /// fails, [`SelfPlayError::Handler`] if `on_event` does, [`SelfPlayError::ThreadPool`] if the
 /// pool cannot be built.
-pub fn play_games<E, F>(
+pub fn play_games<G, E, F>(
     search: &SearchConfig,
     selfplay: &SelfPlayConfig,
     games: u64,
@@ -408,8 +427,9 @@ pub fn play_games<E, F>(
     on_event: F,
 ) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
 where
-    E: Evaluator<Game>,
-    F: FnMut(SelfPlayEvent<'_>) -> Result<(), BoxError>,
+    G: GameEnv,
+    E: Evaluator<G>,
+    F: FnMut(SelfPlayEvent<'_, G>) -> Result<(), BoxError>,
 {
     play_games_from(0, search, selfplay, games, evaluator, on_event)
 }
@@ -421,7 +441,7 @@ where
 ///
 /// # Errors
 /// As [`play_games`].
-pub fn play_games_from<E, F>(
+pub fn play_games_from<G, E, F>(
     first_game_id: u64,
     search: &SearchConfig,
     selfplay: &SelfPlayConfig,
@@ -430,12 +450,15 @@ pub fn play_games_from<E, F>(
     mut on_event: F,
 ) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
 where
-    E: Evaluator<Game>,
-    F: FnMut(SelfPlayEvent<'_>) -> Result<(), BoxError>,
+    G: GameEnv,
+    E: Evaluator<G>,
+    F: FnMut(SelfPlayEvent<'_, G>) -> Result<(), BoxError>,
 {
     search.validate()?;
     selfplay.validate()?;
-    let settings = Settings { search: search.clone(), selfplay: selfplay.clone(), first_game_id };
+    let rules = selfplay.rules_for::<G>()?;
+    let settings =
+        Settings { search: search.clone(), selfplay: selfplay.clone(), rules, first_game_id };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(selfplay.threads as usize)
         .build()
@@ -449,7 +472,7 @@ where
     } else {
         vec![in_flight]
     };
-    let mut groups: Vec<Group> = sizes
+    let mut groups: Vec<Group<G>> = sizes
         .iter()
         .map(|&n| Group {
             slots: (0..n).map(|_| Slot::default()).collect(),
@@ -462,7 +485,7 @@ where
     for g in &mut groups {
         start_games(g, &settings, games, &mut stats);
     }
-    let mut spare: Vec<EvalRequest<'_, Game>> = Vec::new();
+    let mut spare: Vec<EvalRequest<'_, G>> = Vec::new();
     let mut turn = 0;
     while stats.games_finished < games {
         let (eval_group, cpu_group) = match groups.as_mut_slice() {
@@ -481,7 +504,7 @@ where
         }
         let mut eval_result = Ok(());
         let mut eval_elapsed = Duration::ZERO;
-        let mut evaluate = |requests: &[EvalRequest<'_, Game>], buffer: &mut EvalBuffer| {
+        let mut evaluate = |requests: &[EvalRequest<'_, G>], buffer: &mut EvalBuffer| {
             if !requests.is_empty() {
                 buffer.prepare(requests);
                 let t = Instant::now();
@@ -546,7 +569,12 @@ where
 
 /// Fills the group's idle slots with new games (numbered in slot order) and, while the batch
 /// has room, selects each new game's first leaf (its root).
-fn start_games(group: &mut Group, settings: &Settings, games: u64, stats: &mut SelfPlayStats) {
+fn start_games<G: GameEnv>(
+    group: &mut Group<G>,
+    settings: &Settings<G>,
+    games: u64,
+    stats: &mut SelfPlayStats,
+) {
     let mut pending: usize =
         group.slots.iter().filter_map(|s| s.run.as_ref()).map(|r| r.search.num_pending()).sum();
     for slot in &mut group.slots {

@@ -1,15 +1,16 @@
 //! Replay shards: training samples of finished games in one compressed `.npz` file.
 //!
-//! # Format (version 3; versions 1 and 2 are still read)
+//! # Format (version 4; versions 1 to 3 are still read, as xiangqi shards)
 //! A shard is a zip of `.npy` arrays (numpy's `np.savez_compressed` layout). `N` is the number
 //! of samples, `M` the total number of policy entries.
 //!
 //! | array | dtype | shape | content |
 //! |---|---|---|---|
-//! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (3) |
-//! | `rules` | u8 | `[1]` | 0 = `asian`, 1 = `simple` |
-//! | `boards` | u8 | `[N, 90]` | piece codes ([`xiangqi::env::encode_board_compact`]): 0 empty, 1–7 Red general, advisor, elephant, horse, chariot, cannon, soldier, 8–14 the same for Black; index = rank · 9 + file, rank 0 = Red's home rank |
-//! | `turn` | u8 | `[N]` | side to move: 0 Red, 1 Black |
+//! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (4) |
+//! | `game` | u8 | `[1]` | the game ([`GameKind::code`]): 0 = xiangqi, 1 = janggi (absent before version 4: xiangqi) |
+//! | `rules` | u8 | `[1]` | the rule set ([`GameEnv::rules_code`]): xiangqi 0 = `asian`, 1 = `simple`; janggi 0 = `site`, 1 = `traditional` |
+//! | `boards` | u8 | `[N, 90]` | piece codes ([`xiangqi::env::encode_board_compact`]): 0 empty, 1–7 the first player's (Red's, Cho's) general, advisor or guard, elephant, horse, chariot, cannon, soldier, 8–14 the same for the second player (Black, Han); index = rank · 9 + file, rank 0 = the first player's home rank |
+//! | `turn` | u8 | `[N]` | side to move: 0 the first player (Red, Cho), 1 the second (Black, Han) |
 //! | `halfmove_clock` | u16 | `[N]` | plies since the last capture |
 //! | `repeated` | u8 | `[N]` | 1 if the position occurred before in its game |
 //! | `result` | i8 | `[N]` | final result for the side to move: +1 win, 0 draw, −1 loss |
@@ -21,9 +22,9 @@
 //! | `ply` | u16 | `[N]` | plies from the game's start position |
 //! | `ending` | u8 | `[N]` | how the sample's game ended: [`xiangqi::OutcomeReason::index`] (0 `checkmate` … 8 `resignation`, 9 `length_cap`); 255 unknown (read from version 1) |
 //! | `game_plies` | u16 | `[N]` | the length of the sample's game in plies (0 unknown): plies left = `game_plies − ply` |
-//! | `final_material` | i16 | `[N]` | the material balance of the game's final position for the sample's side to move, in half-pawns ([`material_balance`]); [`UNKNOWN_MATERIAL`] when unknown |
+//! | `final_material` | i16 | `[N]` | the material balance of the game's final position for the sample's side to move, in half-pawns ([`GameEnv::material_half_pawns`]); [`UNKNOWN_MATERIAL`] when unknown |
 //! | `policy_offsets` | u32 | `[N + 1]` | sample `i`'s policy is entries `policy_offsets[i]..policy_offsets[i + 1]` (CSR) |
-//! | `policy_moves` | u16 | `[M]` | every legal move of the sample, as [`xiangqi::Move::to_u16`]: `from + 128 · to`, point = rank · 9 + file |
+//! | `policy_moves` | u16 | `[M]` | every legal move of the sample, as [`xiangqi::Move::to_u16`]: `from + 128 · to`, point = rank · 9 + file (a janggi pass: from = to = the general's point) |
 //! | `policy_probs` | f32 | `[M]` | the search policy (sums to 1 per sample; entries may be 0) |
 //!
 //! Reading a sample with numpy:
@@ -47,14 +48,16 @@ use ndarray::{Array1, Array2, Ix1, Ix2, OwnedRepr};
 use ndarray_npy::{NpzReader, NpzWriter, ReadNpzError, ReadableElement, WriteNpzError};
 use thiserror::Error;
 use xiangqi::env::{PlaneInputs, decode_board_compact};
-use xiangqi::{Color, Move, RuleSet};
+use xiangqi::{Color, Move};
 
+use crate::game::{GameEnv, GameKind};
 use crate::record::GameRecord;
 
 /// The shard format version this crate writes; it reads this one and versions 1 (which lacks
-/// `ending`, `game_plies` and `final_material`: they read as unknown) and 2 (which lacks
-/// `worker` and `generation`: they read as [`LOCAL_WORKER`] and [`UNKNOWN_GENERATION`]).
-pub const FORMAT_VERSION: u32 = 3;
+/// `ending`, `game_plies` and `final_material`: they read as unknown), 2 (which lacks
+/// `worker` and `generation`: they read as [`LOCAL_WORKER`] and [`UNKNOWN_GENERATION`]) and 3
+/// (which lacks `game`: xiangqi, the only game then).
+pub const FORMAT_VERSION: u32 = 4;
 
 /// `worker` of games played by the trainer's own self-play.
 pub const LOCAL_WORKER: u64 = 0;
@@ -65,25 +68,6 @@ pub const UNKNOWN_GENERATION: u32 = u32::MAX;
 pub const UNKNOWN_ENDING: u8 = 255;
 /// `final_material` of a sample whose game's final material is not recorded.
 pub const UNKNOWN_MATERIAL: i16 = i16::MIN;
-
-/// The value of a piece in half-pawns (a soldier is 2), by compact piece code (1–7 Red general,
-/// advisor, elephant, horse, chariot, cannon, soldier; 8–14 Black's): the common scale of
-/// xiangqi programs (chariot 9, cannon 4.5, horse 4, advisor and elephant 2, soldier 1 pawn;
-/// the general 0, as it is never captured).
-const HALF_PAWNS: [i16; 7] = [0, 4, 4, 8, 18, 9, 2];
-
-/// Red's material minus Black's, in half-pawns, of a compact board
-/// ([`xiangqi::env::encode_board_compact`]); codes outside 1–14 count nothing.
-pub fn material_balance(board: &[u8; 90]) -> i16 {
-    board
-        .iter()
-        .map(|&c| match c {
-            1..=7 => HALF_PAWNS[usize::from(c - 1)],
-            8..=14 => -HALF_PAWNS[usize::from(c - 8)],
-            _ => 0,
-        })
-        .sum()
-}
 
 /// Why a shard could not be written or read.
 #[derive(Debug, Error)]
@@ -126,6 +110,14 @@ pub enum ShardError {
         /// The version in the file.
         found: u32,
     },
+    /// The shard holds another game's samples than the reader expects.
+    #[error("the shard holds {found} samples, not {expected} (a shard of another game's run?)")]
+    WrongGame {
+        /// The game of the shard.
+        found: GameKind,
+        /// The game expected.
+        expected: GameKind,
+    },
     /// A temporary file of an unfinished write.
     #[error("'{}' is the temporary file of an unfinished write", path.display())]
     Temporary {
@@ -146,8 +138,10 @@ pub enum ShardError {
 /// The samples of a shard, as arrays (see the [module documentation](self) for the format).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Shard {
-    /// The rule set of the games.
-    pub rules: RuleSet,
+    /// The game of the samples.
+    pub game: GameKind,
+    /// The rule set of the games ([`GameEnv::rules_code`] of `game`).
+    pub rules: u8,
     /// Piece codes, 90 per sample.
     pub boards: Vec<[u8; 90]>,
     /// Side to move: 0 Red, 1 Black.
@@ -217,9 +211,45 @@ pub struct SampleRef<'a> {
 }
 
 impl Shard {
-    /// An empty shard for games under `rules`.
-    pub fn new(rules: RuleSet) -> Shard {
-        Shard { rules, policy_offsets: vec![0], ..Shard::default() }
+    /// An empty shard for games of `G` under `rules`.
+    pub fn new<G: GameEnv>(rules: G::Rules) -> Shard {
+        Shard {
+            game: G::KIND,
+            rules: G::rules_code(rules),
+            policy_offsets: vec![0],
+            ..Shard::default()
+        }
+    }
+
+    /// An empty shard for games of `game` under the rule set of code `rules`
+    /// ([`GameEnv::rules_code`]).
+    pub fn empty(game: GameKind, rules: u8) -> Shard {
+        Shard { game, rules, policy_offsets: vec![0], ..Shard::default() }
+    }
+
+    /// The rule set, if the shard is of game `G`.
+    ///
+    /// # Errors
+    /// [`ShardError::WrongGame`] for another game's shard; [`ShardError::Invalid`] for an
+    /// unknown rule-set code.
+    pub fn rules_of<G: GameEnv>(&self) -> Result<G::Rules, ShardError> {
+        self.expect_game(G::KIND)?;
+        G::rules_from_code(self.rules).ok_or_else(|| ShardError::Invalid {
+            name: "rules",
+            reason: format!("{} is no {} rule set", self.rules, G::KIND),
+        })
+    }
+
+    /// Checks that the shard holds samples of `game`.
+    ///
+    /// # Errors
+    /// [`ShardError::WrongGame`] if it holds another game's.
+    pub fn expect_game(&self, game: GameKind) -> Result<(), ShardError> {
+        if self.game == game {
+            Ok(())
+        } else {
+            Err(ShardError::WrongGame { found: self.game, expected: game })
+        }
     }
 
     /// Number of samples.
@@ -234,26 +264,39 @@ impl Shard {
 
     /// Appends every sample of a finished game, its result seen from each sample's side to move,
     /// as played by the trainer's own self-play ([`LOCAL_WORKER`]) with net `generation`.
-    pub fn push_game(&mut self, game: &GameRecord, generation: u32) {
+    ///
+    /// # Panics
+    /// If the shard is of another game than `G` (a programming error: shards are made per run).
+    pub fn push_game<G: GameEnv>(&mut self, game: &GameRecord<G>, generation: u32) {
         self.push_game_of(game, LOCAL_WORKER, generation);
     }
 
     /// [`Shard::push_game`] for a game of `worker`.
-    pub fn push_game_of(&mut self, game: &GameRecord, worker: u64, generation: u32) {
+    ///
+    /// # Panics
+    /// If the shard is of another game than `G` (a programming error: shards are made per run).
+    pub fn push_game_of<G: GameEnv>(&mut self, game: &GameRecord<G>, worker: u64, generation: u32) {
+        assert_eq!(
+            self.game,
+            G::KIND,
+            "Shard::push_game_of: a {} game in a {} shard",
+            G::KIND,
+            self.game
+        );
         if self.policy_offsets.is_empty() {
             self.policy_offsets.push(0);
         }
         // The final position: the start with every move played (the record's moves are legal;
         // a move that is not ends the replay, leaving the material unknown).
-        let mut last = game.start;
+        let mut last = G::new_game(game.start.clone(), game.rules);
         let mut complete = true;
         for &m in &game.moves {
-            if last.play(m).is_err() {
+            if last.play_checked(m).is_err() {
                 complete = false;
                 break;
             }
         }
-        let red_material = material_balance(&xiangqi::env::encode_board_compact(&last));
+        let red_material = G::material_half_pawns(&last.plane_inputs().board);
         let game_plies = u16::try_from(game.moves.len()).unwrap_or(u16::MAX);
         for s in &game.samples {
             self.ending.push(game.outcome.reason().index() as u8);
@@ -313,11 +356,12 @@ impl Shard {
     /// # Errors
     /// [`ShardError::Invalid`] if the rule sets differ.
     pub fn append(&mut self, other: &Shard) -> Result<(), ShardError> {
+        other.expect_game(self.game)?;
         if other.rules != self.rules {
             return Err(ShardError::Invalid {
                 name: "rules",
                 reason: format!(
-                    "cannot merge {:?} games into a {:?} shard",
+                    "cannot merge games of rule set {} into a shard of rule set {}",
                     other.rules, self.rules
                 ),
             });
@@ -406,6 +450,9 @@ impl Shard {
             Some(i) => invalid(name, format!("sample {i}: {} is not 0 or 1", v[i])),
             None => Ok(()),
         };
+        if self.rules > 1 {
+            return invalid("rules", format!("{} is not 0 or 1", self.rules));
+        }
         flag("turn", &self.turn)?;
         flag("repeated", &self.repeated)?;
         flag("full_search", &self.full_search)?;
@@ -440,13 +487,6 @@ impl Shard {
     }
 }
 
-fn rules_code(rules: RuleSet) -> u8 {
-    match rules {
-        RuleSet::Asian => 0,
-        RuleSet::Simple => 1,
-    }
-}
-
 /// Writes `shard` as an npz archive to `writer` and returns the writer.
 ///
 /// # Errors
@@ -456,7 +496,8 @@ pub fn write_shard_to<W: Write + Seek>(writer: W, shard: &Shard) -> Result<W, Sh
     let n = shard.len();
     let mut npz = NpzWriter::new_compressed(writer);
     npz.add_array("format_version", &Array1::from_vec(vec![FORMAT_VERSION]))?;
-    npz.add_array("rules", &Array1::from_vec(vec![rules_code(shard.rules)]))?;
+    npz.add_array("game", &Array1::from_vec(vec![shard.game.code()]))?;
+    npz.add_array("rules", &Array1::from_vec(vec![shard.rules]))?;
     let flat: Vec<u8> = shard.boards.iter().flatten().copied().collect();
     let boards = Array2::from_shape_vec((n, 90), flat)
         .map_err(|e| ShardError::Invalid { name: "boards", reason: e.to_string() })?;
@@ -549,10 +590,26 @@ pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
     if !(1..=FORMAT_VERSION).contains(&version[0]) {
         return Err(ShardError::Version { found: version[0] });
     }
+    let game = if version[0] >= 4 {
+        let game: Vec<u8> = read_array(&mut npz, "game")?;
+        match game.as_slice() {
+            [code] => GameKind::from_code(*code).ok_or_else(|| ShardError::Invalid {
+                name: "game",
+                reason: format!("{code} is no game (0 = xiangqi, 1 = janggi)"),
+            })?,
+            _ => {
+                return Err(ShardError::Invalid {
+                    name: "game",
+                    reason: "must hold one value".into(),
+                });
+            }
+        }
+    } else {
+        GameKind::Xiangqi
+    };
     let rules: Vec<u8> = read_array(&mut npz, "rules")?;
     let rules = match rules.as_slice() {
-        [0] => RuleSet::Asian,
-        [1] => RuleSet::Simple,
+        [r @ (0 | 1)] => *r,
         _ => {
             return Err(ShardError::Invalid { name: "rules", reason: "must be [0] or [1]".into() });
         }
@@ -575,6 +632,7 @@ pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
         })
         .collect();
     let mut shard = Shard {
+        game,
         rules,
         boards,
         turn: read_array(&mut npz, "turn")?,

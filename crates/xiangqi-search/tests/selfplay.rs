@@ -41,13 +41,14 @@ fn play(
     games: u64,
 ) -> (Vec<GameRecord>, SelfPlayStats) {
     let mut records = Vec::new();
-    let stats = play_games(search, selfplay, games, &mut UniformEvaluator, |e| {
-        if let SelfPlayEvent::GameFinished(r, _) = e {
-            records.push(r.clone());
-        }
-        Ok(())
-    })
-    .unwrap();
+    let stats =
+        play_games::<xiangqi::Game, _, _>(search, selfplay, games, &mut UniformEvaluator, |e| {
+            if let SelfPlayEvent::GameFinished(r, _) = e {
+                records.push(r.clone());
+            }
+            Ok(())
+        })
+        .unwrap();
     (records, stats)
 }
 
@@ -64,7 +65,7 @@ fn pool_batches_leaves_across_games() {
     let selfplay = small_selfplay();
     let mut eval = ScriptedEvaluator::uniform();
     let mut finished = 0;
-    let stats = play_games(&search, &selfplay, 6, &mut eval, |e| {
+    let stats = play_games::<xiangqi::Game, _, _>(&search, &selfplay, 6, &mut eval, |e| {
         if let SelfPlayEvent::GameFinished(..) = e {
             finished += 1;
         }
@@ -87,7 +88,7 @@ fn max_batch_is_respected() {
     let search = SearchConfig { virtual_loss_batch: 8, ..small_search() };
     let selfplay = SelfPlayConfig { games_in_flight: 8, max_batch: 5, ..small_selfplay() };
     let mut eval = ScriptedEvaluator::uniform();
-    play_games(&search, &selfplay, 8, &mut eval, |_| Ok(())).unwrap();
+    play_games::<xiangqi::Game, _, _>(&search, &selfplay, 8, &mut eval, |_| Ok(())).unwrap();
     assert!(eval.log().batch_sizes.iter().all(|&n| (1..=5).contains(&n)));
 }
 
@@ -163,7 +164,7 @@ fn resignation_and_its_false_positives() {
     };
     let search = SearchConfig { full_search_prob: 1.0, ..small_search() };
     let mut records = Vec::new();
-    let stats = play_games(&search, &selfplay, 12, &mut eval, |e| {
+    let stats = play_games::<xiangqi::Game, _, _>(&search, &selfplay, 12, &mut eval, |e| {
         if let SelfPlayEvent::GameFinished(r, _) = e {
             records.push(r.clone());
         }
@@ -208,7 +209,7 @@ fn resignation_and_its_false_positives() {
 #[test]
 fn shard_round_trip_and_interrupted_writes() {
     let (records, _) = play(&small_search(), &small_selfplay(), 4);
-    let mut shard = Shard::new(RuleSet::Asian);
+    let mut shard = Shard::new::<xiangqi::Game>(RuleSet::Asian);
     for r in &records {
         shard.push_game(r, 0);
     }
@@ -248,7 +249,7 @@ fn shard_round_trip_and_interrupted_writes() {
 #[test]
 fn shard_reader_rejects_bad_contents() {
     let (records, _) = play(&small_search(), &small_selfplay(), 1);
-    let mut shard = Shard::new(RuleSet::Simple);
+    let mut shard = Shard::new::<xiangqi::Game>(RuleSet::Simple);
     shard.push_game(&records[0], 0);
     let dir = scratch_dir("bad");
     let mut bad = shard.clone();
@@ -274,7 +275,7 @@ fn pgn_moves_reparse() {
         assert!(text.contains(&format!("[Result \"{}\"]", r.outcome.result_str())));
         assert!(text.contains(&format!("[Termination \"{}\"]", r.outcome.reason())));
         assert!(!text.contains("[FEN"), "a game from the start position has no FEN tag");
-        let (start, moves) = parse_pgn_moves(&text, r.rules).unwrap();
+        let (start, moves) = parse_pgn_moves::<xiangqi::Game>(&text, r.rules).unwrap();
         assert_eq!(start, r.start);
         assert_eq!(moves, r.moves);
     }
@@ -287,7 +288,7 @@ fn pgn_moves_reparse() {
         g.play(m).unwrap();
         moves.push(m);
     }
-    let record = GameRecord {
+    let record: GameRecord = GameRecord {
         game_id: 0,
         rules: RuleSet::Asian,
         start,
@@ -303,14 +304,15 @@ fn pgn_moves_reparse() {
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("[SetUp \"1\"]") && text.contains(&format!("[FEN \"{}\"]", start.fen())));
     assert!(text.contains("1... B1-B7 2. A8-A9 1/2-1/2"), "{text}");
-    let (s, m) = parse_pgn_moves(&text, RuleSet::Asian).unwrap();
+    let (s, m) = parse_pgn_moves::<xiangqi::Game>(&text, RuleSet::Asian).unwrap();
     assert_eq!((s, m), (start, record.moves.clone()));
 }
 
 #[test]
 fn shards_record_each_games_ending_length_and_final_material() {
     use xiangqi::{Outcome, Position};
-    use xiangqi_search::{GameRecord, material_balance, read_shard_from, write_shard_to};
+    use xiangqi_search::{GameEnv, GameRecord, read_shard_from, write_shard_to};
+    let material_balance = <xiangqi::Game as GameEnv>::material_half_pawns;
     // Material by hand: the start position is even; without Black's a9 chariot Red is 9 pawns
     // (18 half-pawns) up; without a Red cannon (4.5) and a Black soldier (1), Black is 3.5 up.
     let start = Position::start();
@@ -335,7 +337,7 @@ fn shards_record_each_games_ending_length_and_final_material() {
     record.samples.truncate(2);
     record.samples[0].inputs.turn = Color::Red;
     record.samples[1].inputs.turn = Color::Black;
-    let mut shard = Shard::new(RuleSet::Asian);
+    let mut shard = Shard::new::<xiangqi::Game>(RuleSet::Asian);
     shard.push_game(&record, 0);
     let cap = OutcomeReason::LengthCap.index() as u8;
     assert_eq!(shard.ending, [cap, cap]);
@@ -345,7 +347,7 @@ fn shards_record_each_games_ending_length_and_final_material() {
     assert_eq!((s.ending, s.game_plies, s.final_material), (cap, 1, -26));
 
     // Played games: the ending is the verdict, the length the number of moves.
-    let mut shard = Shard::new(RuleSet::Asian);
+    let mut shard = Shard::new::<xiangqi::Game>(RuleSet::Asian);
     for r in &records {
         shard.push_game(r, 0);
     }
@@ -367,7 +369,7 @@ fn version_1_shards_still_read_with_unknown_endings() {
     use ndarray_npy::NpzWriter;
     use xiangqi_search::{UNKNOWN_ENDING, UNKNOWN_MATERIAL, read_shard_from};
     let (records, _) = play(&small_search(), &small_selfplay(), 2);
-    let mut shard = Shard::new(RuleSet::Asian);
+    let mut shard = Shard::new::<xiangqi::Game>(RuleSet::Asian);
     for r in &records {
         shard.push_game(r, 0);
     }

@@ -47,8 +47,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use xiangqi::env::{POLICY_SIZE, move_to_index};
-use xiangqi::{Move, OutcomeReason};
+use xiangqi::{Game, Move, OutcomeReason, janggi};
 use xiangqi_nn::checkpoint::{self, CheckpointError};
 use xiangqi_nn::config::{ConfigError, NetConfig, TrainConfig};
 use xiangqi_nn::infer::NnEvaluator;
@@ -58,9 +57,9 @@ use xiangqi_search::arena::{
     GameSettings, LocalPlayer, MatchConfig, MatchStats, MoveLimit, Opening, run_match_batched,
 };
 use xiangqi_search::{
-    GameRecord, ResignCalibration, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats,
-    Shard, UNKNOWN_MATERIAL, UniformEvaluator, game_rng, list_shards, play_games, read_shard,
-    read_shard_from, write_shard, write_shard_to,
+    Encoding, GameEnv, GameKind, GameRecord, ResignCalibration, SearchConfig, SelfPlayConfig,
+    SelfPlayEvent, SelfPlayStats, Shard, UNKNOWN_MATERIAL, UniformEvaluator, game_rng, list_shards,
+    play_games, read_shard, read_shard_from, write_shard, write_shard_to,
 };
 use xiangqi_store::Store;
 
@@ -641,7 +640,7 @@ fn push_sample(
     let mut policy = Vec::with_capacity(s.moves.len());
     for (&raw, &p) in s.moves.iter().zip(s.probs) {
         let m = Move::from_u16(raw).ok_or_else(|| format!("sample {i}: bad move code {raw}"))?;
-        let index = move_to_index(m, s.inputs.turn)
+        let index = (batch.encoding().move_to_index)(m, s.inputs.turn)
             .ok_or_else(|| format!("sample {i}: move {m} has no policy index"))?;
         policy.push((index as u16, p));
     }
@@ -704,7 +703,9 @@ fn heldout_losses(
     }
     let n = n.min(len);
     let indices: Vec<usize> = (0..n).map(|k| k * len / n).collect();
-    let mut batch = TrainBatch::with_capacity(n);
+    let encoding = *net.encoding();
+    let policy_size = encoding.policy_size;
+    let mut batch = TrainBatch::for_encoding(encoding, n);
     for &i in &indices {
         push_sample(&mut batch, shard, i, targets)?;
     }
@@ -715,7 +716,7 @@ fn heldout_losses(
     for (j, &i) in indices.iter().enumerate() {
         let s = shard.sample(i);
         let p = logits.wdl_probabilities(j);
-        let range = j * POLICY_SIZE..(j + 1) * POLICY_SIZE;
+        let range = j * policy_size..(j + 1) * policy_size;
         if batch.is_full_search(j) {
             let ce = legal_policy_cross_entropy(
                 logits.policy(j),
@@ -1104,7 +1105,14 @@ impl TrainingRun {
                 source,
             })?;
         }
-        let trainer = Trainer::new(&config.network, &config.training, &device, config.run.seed)?;
+        let encoding = Encoding::of_kind(config.selfplay.game);
+        let trainer = Trainer::for_encoding(
+            &config.network,
+            encoding,
+            &config.training,
+            &device,
+            config.run.seed,
+        )?;
         let mut run = TrainingRun {
             config,
             paths,
@@ -1172,6 +1180,8 @@ impl TrainingRun {
                 &device,
             ) {
                 Ok((trainer, manifest)) => {
+                    // A run of another game: the config is wrong, not the checkpoint.
+                    manifest.expect_game(dir, config.selfplay.game)?;
                     let c = |k: &str| manifest.counters.get(k).copied().unwrap_or(0);
                     let mut run = TrainingRun {
                         paths,
@@ -1407,7 +1417,7 @@ impl TrainingRun {
         let train_start = Instant::now();
         let mut sums = StepMetrics::default();
         let mut taken = 0u64;
-        let mut batch = TrainBatch::with_capacity(r.batch_size);
+        let mut batch = TrainBatch::for_encoding(self.encoding(), r.batch_size);
         while self.steps_in_iteration < planned {
             if observer.should_stop() {
                 // The steps of this iteration so far (in the first iteration as `ckpt-000001`,
@@ -1565,7 +1575,7 @@ impl TrainingRun {
         let store = self.store.as_ref().expect("gather runs with a store");
         let r = &self.config.run;
         let mut cursor = self.cursor.clone();
-        let mut merged = Shard::new(self.config.selfplay.rules);
+        let mut merged = Shard::empty(self.config.selfplay.game, self.rules_code()?);
         let mut ingest = IngestReport::default();
         let mut workers = std::collections::BTreeSet::new();
         let mut ages: Vec<u64> = Vec::new();
@@ -1589,12 +1599,13 @@ impl TrainingRun {
                     ingest.bytes += bytes.len() as u64;
                     cursor.consume(p.worker, p.seq);
                     let shard = match read_shard_from(io::Cursor::new(&bytes)) {
-                        Ok(s) if s.rules == merged.rules => s,
+                        Ok(s) if s.game == merged.game && s.rules == merged.rules => s,
                         Ok(s) => {
                             ingest.bad_shards += 1;
                             warnings.push(format!(
-                                "{}: games under the {:?} rules, this run plays {:?}; passed over",
-                                p.key, s.rules, merged.rules
+                                "{}: {} games under rule set {}, this run plays {} under rule \
+                                 set {}; passed over",
+                                p.key, s.game, s.rules, merged.game, merged.rules
                             ));
                             continue;
                         }
@@ -1723,6 +1734,36 @@ impl TrainingRun {
         observer: &mut dyn Observer,
         threads: Option<u32>,
     ) -> Result<Option<(Shard, SelfPlayReport, ResignCalibration, Vec<u8>)>, PipelineError> {
+        match self.config.selfplay.game {
+            GameKind::Xiangqi => self.play_iteration_games_of::<Game>(iteration, observer, threads),
+            GameKind::Janggi => {
+                self.play_iteration_games_of::<janggi::Game>(iteration, observer, threads)
+            }
+        }
+    }
+
+    /// The game's encoding.
+    fn encoding(&self) -> Encoding {
+        Encoding::of_kind(self.config.selfplay.game)
+    }
+
+    /// The shard code of the run's rule set.
+    fn rules_code(&self) -> Result<u8, PipelineError> {
+        let sp = &self.config.selfplay;
+        Ok(match sp.game {
+            GameKind::Xiangqi => Game::rules_code(sp.rules_for::<Game>()?),
+            GameKind::Janggi => janggi::Game::rules_code(sp.rules_for::<janggi::Game>()?),
+        })
+    }
+
+    /// [`TrainingRun::play_iteration_games`] for the run's game `G`.
+    #[allow(clippy::type_complexity)]
+    fn play_iteration_games_of<G: GameEnv>(
+        &mut self,
+        iteration: u64,
+        observer: &mut dyn Observer,
+        threads: Option<u32>,
+    ) -> Result<Option<(Shard, SelfPlayReport, ResignCalibration, Vec<u8>)>, PipelineError> {
         let net = self.trainer.inference_net(&self.device)?;
         let mut evaluator = NnEvaluator::new(net);
         let mut selfplay = self.config.selfplay.clone();
@@ -1736,13 +1777,13 @@ impl TrainingRun {
         let threshold = selfplay.resign_threshold;
         // This iteration's games alone; merged into the run's counts by the caller.
         let mut calibration = ResignCalibration::new(RESIGN_CALIBRATION_CAPACITY);
-        let mut shard = Shard::new(selfplay.rules);
+        let mut shard = Shard::new::<G>(selfplay.rules_for::<G>()?);
         let mut pgn = Vec::new();
         let mut plies = 0u64;
         let keep_pgn = self.config.run.pgn_games_per_iteration;
         let started = Instant::now();
         let mut games = 0u64;
-        let result = play_games(
+        let result = play_games::<G, _, _>(
             &self.config.search,
             &selfplay,
             self.config.run.games_per_iteration,
@@ -1816,6 +1857,15 @@ impl TrainingRun {
                 break;
             }
             match read_shard(path) {
+                Ok(shard) if shard.game != self.config.selfplay.game => {
+                    return Err(PipelineError::Shard {
+                        path: path.clone(),
+                        reason: format!(
+                            "it holds {} samples; this run plays {}",
+                            shard.game, self.config.selfplay.game
+                        ),
+                    });
+                }
                 Ok(shard) => {
                     total += shard.len();
                     picked.push((*n, shard));
@@ -2029,19 +2079,27 @@ impl TrainingRun {
     /// # Errors
     /// A refused checkpoint of the earlier network.
     pub fn arena(&mut self, observer: &mut dyn Observer) -> Result<(), PipelineError> {
+        match self.config.selfplay.game {
+            GameKind::Xiangqi => self.arena_of::<Game>(observer),
+            GameKind::Janggi => self.arena_of::<janggi::Game>(observer),
+        }
+    }
+
+    /// [`TrainingRun::arena`] for the run's game `G`.
+    fn arena_of<G: GameEnv>(&mut self, observer: &mut dyn Observer) -> Result<(), PipelineError> {
         let r = &self.config.run;
         let mut search = self.config.search.clone();
         search.dirichlet_epsilon = 0.0;
         let sims = if r.arena_simulations > 0 { r.arena_simulations } else { search.simulations };
         search.simulations = sims;
         search.cheap_simulations = search.cheap_simulations.min(sims);
-        let settings = GameSettings {
-            rules: self.config.selfplay.rules,
+        let settings = GameSettings::<G> {
+            rules: self.config.selfplay.rules_for::<G>()?,
             max_plies: self.config.selfplay.length_cap.max(1),
             limit: MoveLimit { simulations: Some(sims), ..MoveLimit::default() },
         };
         let match_config = MatchConfig { games: r.arena_games, settings, sprt: None };
-        let openings = Opening::builtin();
+        let openings = Opening::<G>::builtin();
         let seed = derive_seed(r.seed, 3, self.iteration);
         let concurrency = (self.config.selfplay.games_in_flight as usize).max(1);
         let me = LocalPlayer::Mcts { name: "current".into(), config: search.clone() };
@@ -2179,7 +2237,11 @@ fn validate(config: &RunConfig) -> Result<(), PipelineError> {
     Ok(())
 }
 
-fn write_game_pgn(out: &mut Vec<u8>, record: &GameRecord, iteration: u64) -> io::Result<()> {
+fn write_game_pgn<G: GameEnv>(
+    out: &mut Vec<u8>,
+    record: &GameRecord<G>,
+    iteration: u64,
+) -> io::Result<()> {
     use std::io::Write as _;
     writeln!(out, "[Iteration \"{iteration}\"]")?;
     record.write_pgn(out)?;

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use thiserror::Error;
-use xiangqi::{Color, Game};
+use xiangqi::Color;
 
 use crate::config::SearchConfig;
 use crate::eval::{EvalBuffer, EvalRequest, Evaluator, recycle};
+use crate::game::GameEnv;
 use crate::search::Search;
 use crate::selfplay::BoxError;
 
@@ -122,17 +123,17 @@ pub struct BatchedMatch {
 /// [`run_match`]: super::run_match
 /// [`MctsPlayer`]: super::MctsPlayer
 #[allow(clippy::too_many_arguments)]
-pub fn run_match_batched<EA: Evaluator<Game>, EB: Evaluator<Game>>(
+pub fn run_match_batched<G: GameEnv, EA: Evaluator<G>, EB: Evaluator<G>>(
     a: &LocalPlayer,
     b: &LocalPlayer,
     eval_a: &mut EA,
     eval_b: &mut EB,
-    openings: &[Opening],
-    config: &MatchConfig,
+    openings: &[Opening<G>],
+    config: &MatchConfig<G>,
     concurrency: usize,
-    mut on_game: impl FnMut(&ArenaGame, &MatchStats) -> bool,
+    mut on_game: impl FnMut(&ArenaGame<G>, &MatchStats) -> bool,
 ) -> Result<BatchedMatch, BatchedMatchError> {
-    let evaluate = |group: usize, requests: &[EvalRequest<'_, Game>], out: &mut EvalBuffer| {
+    let evaluate = |group: usize, requests: &[EvalRequest<'_, G>], out: &mut EvalBuffer| {
         let (player, result) = if group == 0 {
             ("A", eval_a.evaluate(requests, out).map_err(boxed))
         } else {
@@ -150,16 +151,16 @@ pub fn run_match_batched<EA: Evaluator<Game>, EB: Evaluator<Game>>(
 ///
 /// # Errors
 /// As [`run_match_batched`].
-pub fn run_match_batched_shared<E: Evaluator<Game>>(
+pub fn run_match_batched_shared<G: GameEnv, E: Evaluator<G>>(
     a: &LocalPlayer,
     b: &LocalPlayer,
     evaluator: &mut E,
-    openings: &[Opening],
-    config: &MatchConfig,
+    openings: &[Opening<G>],
+    config: &MatchConfig<G>,
     concurrency: usize,
-    mut on_game: impl FnMut(&ArenaGame, &MatchStats) -> bool,
+    mut on_game: impl FnMut(&ArenaGame<G>, &MatchStats) -> bool,
 ) -> Result<BatchedMatch, BatchedMatchError> {
-    let evaluate = |_: usize, requests: &[EvalRequest<'_, Game>], out: &mut EvalBuffer| {
+    let evaluate = |_: usize, requests: &[EvalRequest<'_, G>], out: &mut EvalBuffer| {
         evaluator
             .evaluate(requests, out)
             .map_err(|e| BatchedMatchError::Evaluator { player: "A and B", source: boxed(e) })
@@ -174,33 +175,33 @@ fn boxed<E: std::error::Error + Send + Sync + 'static>(e: E) -> BoxError {
 
 /// A batched match: the two players (A, B), the evaluation group of each player's leaves
 /// (`0` or `1`), and the match settings.
-struct Lockstep<'m> {
+struct Lockstep<'m, G: GameEnv> {
     players: [&'m LocalPlayer; 2],
     groups: [usize; 2],
-    openings: &'m [Opening],
-    config: &'m MatchConfig,
+    openings: &'m [Opening<G>],
+    config: &'m MatchConfig<G>,
     concurrency: usize,
 }
 
 /// A search in progress for the side to move of a [`Slot`]'s game.
-struct RunningSearch {
+struct RunningSearch<G: GameEnv> {
     /// The searching player: 0 for A, 1 for B.
     player: usize,
-    search: Box<Search<Game>>,
+    search: Box<Search<G>>,
     /// Leaves gathered per round (`virtual_loss_batch`).
     batch: usize,
 }
 
 /// How one player of a batched match moves.
-enum Mover {
+enum Mover<G: GameEnv> {
     /// A random or greedy player.
-    Simple(Box<dyn Player>),
+    Simple(Box<dyn Player<G>>),
     /// The search with these settings; its last search is kept for the allocations.
-    Search { config: SearchConfig, spare: Option<Box<Search<Game>>> },
+    Search { config: SearchConfig, spare: Option<Box<Search<G>>> },
 }
 
-impl Mover {
-    fn new(player: &LocalPlayer) -> Mover {
+impl<G: GameEnv> Mover<G> {
+    fn new(player: &LocalPlayer) -> Mover<G> {
         match player {
             LocalPlayer::Random { seed } => Mover::Simple(Box::new(RandomPlayer::new(*seed))),
             LocalPlayer::Greedy { seed } => Mover::Simple(Box::new(GreedyPlayer::new(*seed))),
@@ -212,18 +213,18 @@ impl Mover {
 }
 
 /// A game of a batched match in progress, with its players' per-game state.
-struct Slot {
+struct Slot<G: GameEnv> {
     game_id: u64,
     /// A's colour in this game.
     a_color: Color,
     /// Index into the match's openings.
     opening: usize,
-    game: Game,
+    game: G,
     forfeit: Option<Forfeit>,
     /// A's and B's movers.
-    movers: [Mover; 2],
+    movers: [Mover<G>; 2],
     /// The search of the side to move, while it runs.
-    running: Option<RunningSearch>,
+    running: Option<RunningSearch<G>>,
     /// Never drawn from: searches without noise use no randomness, as in [`MctsPlayer`].
     ///
     /// [`MctsPlayer`]: super::MctsPlayer
@@ -232,7 +233,7 @@ struct Slot {
     offset: usize,
 }
 
-impl Slot {
+impl<G: GameEnv> Slot<G> {
     /// Which player (0 for A, 1 for B) plays `color`.
     fn player_of(&self, color: Color) -> usize {
         usize::from(color != self.a_color)
@@ -240,7 +241,7 @@ impl Slot {
 
     /// Plays until the game waits for evaluations (a search has gathered its leaves) or ends;
     /// returns true when it has ended.
-    fn step(&mut self, settings: &GameSettings) -> bool {
+    fn step(&mut self, settings: &GameSettings<G>) -> bool {
         loop {
             if let Some(run) = &mut self.running {
                 if !run.search.is_done() {
@@ -256,13 +257,13 @@ impl Slot {
                 self.forfeit = play_checked(&mut self.game, best);
                 continue;
             }
-            if self.forfeit.is_some() || self.game.is_over() {
+            if self.forfeit.is_some() || self.game.outcome().is_some() {
                 return true;
             }
             if reached_length_cap(&mut self.game, settings) {
                 return true;
             }
-            let player = self.player_of(self.game.position().turn());
+            let player = self.player_of(self.game.turn());
             match &mut self.movers[player] {
                 Mover::Simple(simple) => {
                     let simple = simple.as_mut();
@@ -287,16 +288,16 @@ impl Slot {
     }
 }
 
-impl Lockstep<'_> {
+impl<G: GameEnv> Lockstep<'_, G> {
     /// Checks the settings and plays the match; `evaluate(group, batch, out)` evaluates one
     /// group's batch.
     fn run<F>(
         &self,
         mut evaluate: F,
-        on_game: &mut dyn FnMut(&ArenaGame, &MatchStats) -> bool,
+        on_game: &mut dyn FnMut(&ArenaGame<G>, &MatchStats) -> bool,
     ) -> Result<BatchedMatch, BatchedMatchError>
     where
-        F: FnMut(usize, &[EvalRequest<'_, Game>], &mut EvalBuffer) -> Result<(), BatchedMatchError>,
+        F: FnMut(usize, &[EvalRequest<'_, G>], &mut EvalBuffer) -> Result<(), BatchedMatchError>,
     {
         if self.openings.is_empty() {
             return Err(BatchedMatchError::NoOpenings);
@@ -311,16 +312,16 @@ impl Lockstep<'_> {
         }
         let games = u64::from(self.config.games);
         let width = self.concurrency.clamp(1, (games as usize).max(1));
-        let mut slots: Vec<Option<Slot>> = (0..width).map(|_| None).collect();
+        let mut slots: Vec<Option<Slot<G>>> = (0..width).map(|_| None).collect();
         // The movers of finished games, for the next ones.
-        let mut idle: Vec<[Mover; 2]> = Vec::new();
+        let mut idle: Vec<[Mover<G>; 2]> = Vec::new();
         let mut next_game = 0u64;
         // Finished games waiting to be reported in game order.
-        let mut finished: BTreeMap<u64, (ArenaGame, Color)> = BTreeMap::new();
+        let mut finished: BTreeMap<u64, (ArenaGame<G>, Color)> = BTreeMap::new();
         let mut next_report = 0u64;
         let mut result = BatchedMatch::default();
         let mut buffers = [EvalBuffer::new(), EvalBuffer::new()];
-        let mut spare_requests: Vec<EvalRequest<'_, Game>> = Vec::new();
+        let mut spare_requests: Vec<EvalRequest<'_, G>> = Vec::new();
         loop {
             // Play every game up to its next evaluation, starting new games in free slots.
             for entry in &mut slots {
@@ -392,7 +393,7 @@ impl Lockstep<'_> {
     ///
     /// [`run_match`]: super::run_match
     /// [`play_game`]: super::play_game
-    fn new_slot(&self, game_id: u64, movers: Option<[Mover; 2]>) -> Slot {
+    fn new_slot(&self, game_id: u64, movers: Option<[Mover<G>; 2]>) -> Slot<G> {
         let opening = (game_id / 2) as usize % self.openings.len();
         let a_color = if game_id % 2 == 0 { Color::Red } else { Color::Black };
         let mut slot = Slot {
@@ -419,7 +420,7 @@ impl Lockstep<'_> {
     }
 
     /// The record of a slot's finished game and A's colour in it.
-    fn finish(&self, slot: &Slot) -> (ArenaGame, Color) {
+    fn finish(&self, slot: &Slot<G>) -> (ArenaGame<G>, Color) {
         let red = self.players[slot.player_of(Color::Red)].name();
         let black = self.players[slot.player_of(Color::Black)].name();
         let game = finished_game(
@@ -456,10 +457,16 @@ mod tests {
         let mut pa = a.to_player(UniformEvaluator).unwrap();
         let mut pb = b.to_player(UniformEvaluator).unwrap();
         let mut games = Vec::new();
-        let stats = run_match(pa.as_mut(), pb.as_mut(), &Opening::builtin(), config, |g, s| {
-            games.push(g.clone());
-            s.games() < stop_after
-        });
+        let stats = run_match(
+            pa.as_mut(),
+            pb.as_mut(),
+            &Opening::<xiangqi::Game>::builtin(),
+            config,
+            |g, s| {
+                games.push(g.clone());
+                s.games() < stop_after
+            },
+        );
         (games, stats)
     }
 
@@ -492,7 +499,7 @@ mod tests {
                     b,
                     &mut UniformEvaluator,
                     &mut UniformEvaluator,
-                    &Opening::builtin(),
+                    &Opening::<xiangqi::Game>::builtin(),
                     &config,
                     concurrency,
                     |g, _| {
@@ -507,7 +514,7 @@ mod tests {
                     a,
                     b,
                     &mut UniformEvaluator,
-                    &Opening::builtin(),
+                    &Opening::<xiangqi::Game>::builtin(),
                     &config,
                     concurrency,
                     |_, _| true,
@@ -523,7 +530,7 @@ mod tests {
             &greedy,
             &puct,
             &mut UniformEvaluator,
-            &Opening::builtin(),
+            &Opening::<xiangqi::Game>::builtin(),
             &config,
             4,
             |g, s| {
@@ -538,7 +545,7 @@ mod tests {
 
     #[test]
     fn batches_gather_leaves_across_games() {
-        let settings = GameSettings { max_plies: 40, ..GameSettings::default() };
+        let settings: GameSettings = GameSettings { max_plies: 40, ..GameSettings::default() };
         let config = MatchConfig { games: 8, settings, sprt: None };
         let a = mcts("a", 32);
         let mut eval = ScriptedEvaluator::uniform();
@@ -547,7 +554,7 @@ mod tests {
             &LocalPlayer::Greedy { seed: 1 },
             &mut eval,
             &mut UniformEvaluator,
-            &Opening::builtin(),
+            &Opening::<xiangqi::Game>::builtin(),
             &config,
             8,
             |_, _| true,
@@ -569,7 +576,7 @@ mod tests {
             &a,
             &mcts("b", 32),
             &mut eval,
-            &Opening::builtin(),
+            &Opening::<xiangqi::Game>::builtin(),
             &MatchConfig { games: 4, ..config },
             4,
             |_, _| true,
@@ -589,7 +596,7 @@ mod tests {
             &greedy,
             &random,
             &mut UniformEvaluator,
-            &Opening::builtin(),
+            &Opening::<xiangqi::Game>::builtin(),
             &config,
             6,
             |g, _| {
@@ -611,7 +618,7 @@ mod tests {
             &greedy,
             &random,
             &mut UniformEvaluator,
-            &Opening::builtin(),
+            &Opening::<xiangqi::Game>::builtin(),
             &config,
             16,
             |_, _| true,
@@ -623,9 +630,13 @@ mod tests {
     /// An evaluator that always fails.
     struct Failing;
 
-    impl Evaluator<Game> for Failing {
+    impl Evaluator<xiangqi::Game> for Failing {
         type Error = io::Error;
-        fn evaluate(&mut self, _: &[EvalRequest<'_, Game>], _: &mut EvalBuffer) -> io::Result<()> {
+        fn evaluate(
+            &mut self,
+            _: &[EvalRequest<'_, xiangqi::Game>],
+            _: &mut EvalBuffer,
+        ) -> io::Result<()> {
             Err(io::Error::other("device lost"))
         }
     }
@@ -635,7 +646,7 @@ mod tests {
         let config = MatchConfig { games: 2, settings: GameSettings::default(), sprt: None };
         let a = mcts("a", 8);
         let b = LocalPlayer::Random { seed: 1 };
-        let openings = Opening::builtin();
+        let openings = Opening::<xiangqi::Game>::builtin();
         let run = |a: &LocalPlayer, openings: &[Opening], config: &MatchConfig| {
             run_match_batched(a, &b, &mut Failing, &mut Failing, openings, config, 2, |_, _| true)
         };

@@ -4,8 +4,9 @@ use std::fmt;
 use std::io::{self, Write};
 use std::time::Instant;
 
-use xiangqi::{Color, Game, Move, Outcome, OutcomeReason, RuleSet};
+use xiangqi::{Color, Game, Move, Outcome, OutcomeReason};
 
+use crate::game::GameEnv;
 use crate::record::GameRecord;
 
 use super::opening::Opening;
@@ -74,11 +75,11 @@ pub struct Forfeit {
     pub detail: String,
 }
 
-/// Settings of every game of a match.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GameSettings {
+/// Settings of every game of a match (of game `G`, xiangqi by default).
+#[derive(Debug)]
+pub struct GameSettings<G: GameEnv = Game> {
     /// The rule set that judges the games.
-    pub rules: RuleSet,
+    pub rules: G::Rules,
     /// Plies (opening included) after which an undecided game is stopped and scored as a draw
     /// ([`OutcomeReason::LengthCap`]; not a rule verdict).
     pub max_plies: u32,
@@ -86,19 +87,36 @@ pub struct GameSettings {
     pub limit: MoveLimit,
 }
 
-impl Default for GameSettings {
-    /// Asian rules, 600 plies, [`MoveLimit::default`].
+impl<G: GameEnv> Clone for GameSettings<G> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<G: GameEnv> Copy for GameSettings<G> {}
+
+impl<G: GameEnv> PartialEq for GameSettings<G> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.rules, self.max_plies, self.limit) == (other.rules, other.max_plies, other.limit)
+    }
+}
+
+impl<G: GameEnv> Eq for GameSettings<G> {}
+
+impl<G: GameEnv> Default for GameSettings<G> {
+    /// The game's default rules (xiangqi `asian`, janggi `site`), 600 plies,
+    /// [`MoveLimit::default`].
     fn default() -> Self {
-        GameSettings { rules: RuleSet::Asian, max_plies: 600, limit: MoveLimit::default() }
+        GameSettings { rules: G::default_rules(), max_plies: 600, limit: MoveLimit::default() }
     }
 }
 
 /// A finished arena game.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ArenaGame {
+#[derive(Clone, Debug)]
+pub struct ArenaGame<G: GameEnv = Game> {
     /// The moves and the verdict. A forfeit is recorded as a win for the other side with reason
     /// [`OutcomeReason::Resignation`] (the rules have no forfeit verdict); see `forfeit`.
-    pub record: GameRecord,
+    pub record: GameRecord<G>,
     /// Red's name.
     pub red: String,
     /// Black's name.
@@ -109,7 +127,17 @@ pub struct ArenaGame {
     pub forfeit: Option<Forfeit>,
 }
 
-impl ArenaGame {
+impl<G: GameEnv> PartialEq for ArenaGame<G> {
+    fn eq(&self, other: &Self) -> bool {
+        self.record == other.record
+            && self.red == other.red
+            && self.black == other.black
+            && self.opening == other.opening
+            && self.forfeit == other.forfeit
+    }
+}
+
+impl<G: GameEnv> ArenaGame<G> {
     /// The game's outcome.
     pub fn outcome(&self) -> Outcome {
         self.record.outcome
@@ -128,10 +156,10 @@ impl ArenaGame {
         for line in text.lines() {
             if line.starts_with("[Event ") {
                 writeln!(w, "[Event \"{}\"]", escape_tag(event))?;
-            } else if line.starts_with("[Red ") {
-                writeln!(w, "[Red \"{}\"]", escape_tag(&self.red))?;
-            } else if line.starts_with("[Black ") {
-                writeln!(w, "[Black \"{}\"]", escape_tag(&self.black))?;
+            } else if line.starts_with(&format!("[{} ", G::SIDE_TAGS[0])) {
+                writeln!(w, "[{} \"{}\"]", G::SIDE_TAGS[0], escape_tag(&self.red))?;
+            } else if line.starts_with(&format!("[{} ", G::SIDE_TAGS[1])) {
+                writeln!(w, "[{} \"{}\"]", G::SIDE_TAGS[1], escape_tag(&self.black))?;
             } else if line.starts_with("[Termination ") {
                 match &self.forfeit {
                     Some(f) => {
@@ -172,27 +200,27 @@ fn escape_tag(s: &str) -> String {
 /// to move and the other side, by colour) and returns it. Never fails: a player's failure is a
 /// [`Forfeit`]. Every verdict not a forfeit comes from the rules ([`Game`]), or from
 /// `max_plies` (a draw by [`OutcomeReason::LengthCap`]).
-pub fn play_game(
-    red: &mut dyn Player,
-    black: &mut dyn Player,
-    opening: &Opening,
-    settings: &GameSettings,
+pub fn play_game<G: GameEnv>(
+    red: &mut dyn Player<G>,
+    black: &mut dyn Player<G>,
+    opening: &Opening<G>,
+    settings: &GameSettings<G>,
     game_id: u64,
-) -> ArenaGame {
+) -> ArenaGame<G> {
     let mut game = opening.game(settings.rules);
     let mut forfeit = None;
     for color in [Color::Red, Color::Black] {
-        let player: &mut dyn Player = if color == Color::Red { &mut *red } else { &mut *black };
+        let player: &mut dyn Player<G> = if color == Color::Red { &mut *red } else { &mut *black };
         if let Err(e) = player.new_game(game_id) {
             forfeit.get_or_insert(Forfeit { loser: color, kind: e.kind(), detail: e.to_string() });
         }
     }
-    while forfeit.is_none() && !game.is_over() {
+    while forfeit.is_none() && game.outcome().is_none() {
         if reached_length_cap(&mut game, settings) {
             break;
         }
-        let color = game.position().turn();
-        let player: &mut dyn Player = if color == Color::Red { &mut *red } else { &mut *black };
+        let color = game.turn();
+        let player: &mut dyn Player<G> = if color == Color::Red { &mut *red } else { &mut *black };
         forfeit = play_player_move(player, &mut game, &settings.limit);
     }
     finished_game(&game, forfeit, settings, game_id, [red.name(), black.name()], opening.name())
@@ -200,8 +228,8 @@ pub fn play_game(
 
 /// Ends an undecided `game` as a draw by [`OutcomeReason::LengthCap`] once it has
 /// `max_plies` plies; returns whether it did.
-pub(super) fn reached_length_cap(game: &mut Game, settings: &GameSettings) -> bool {
-    let capped = game.len() >= settings.max_plies as usize;
+pub(super) fn reached_length_cap<G: GameEnv>(game: &mut G, settings: &GameSettings<G>) -> bool {
+    let capped = game.moves().len() >= settings.max_plies as usize;
     if capped {
         game.set_outcome(Outcome::Draw { reason: OutcomeReason::LengthCap });
     }
@@ -210,12 +238,12 @@ pub(super) fn reached_length_cap(game: &mut Game, settings: &GameSettings) -> bo
 
 /// Asks `player` for a move in `game` (not over) within `limit` and plays it. Returns the
 /// forfeit of the side to move if the player fails, answers late or proposes an illegal move.
-pub(super) fn play_player_move(
-    player: &mut dyn Player,
-    game: &mut Game,
+pub(super) fn play_player_move<G: GameEnv>(
+    player: &mut dyn Player<G>,
+    game: &mut G,
     limit: &MoveLimit,
 ) -> Option<Forfeit> {
-    let color = game.position().turn();
+    let color = game.turn();
     let started = Instant::now();
     let answer = player.choose_move(game, limit);
     let elapsed = started.elapsed();
@@ -237,27 +265,27 @@ pub(super) fn play_player_move(
 }
 
 /// Plays `m` in `game`; the forfeit of the side to move if it is illegal.
-pub(super) fn play_checked(game: &mut Game, m: Move) -> Option<Forfeit> {
-    let color = game.position().turn();
-    match game.play(m) {
+pub(super) fn play_checked<G: GameEnv>(game: &mut G, m: Move) -> Option<Forfeit> {
+    let color = game.turn();
+    match game.play_checked(m) {
         Ok(_) => None,
         Err(e) => Some(Forfeit {
             loser: color,
             kind: ForfeitKind::IllegalMove,
-            detail: format!("{m} at ply {}: {e}", game.len()),
+            detail: format!("{m} at ply {}: {e}", game.moves().len()),
         }),
     }
 }
 
 /// The record of a finished (or forfeited) game; `names` are Red's and Black's.
-pub(super) fn finished_game(
-    game: &Game,
+pub(super) fn finished_game<G: GameEnv>(
+    game: &G,
     forfeit: Option<Forfeit>,
-    settings: &GameSettings,
+    settings: &GameSettings<G>,
     game_id: u64,
     names: [&str; 2],
     opening: &str,
-) -> ArenaGame {
+) -> ArenaGame<G> {
     let outcome = match &forfeit {
         Some(f) => Outcome::Win { winner: f.loser.other(), reason: OutcomeReason::Resignation },
         None => game.outcome().unwrap_or(Outcome::Draw { reason: OutcomeReason::LengthCap }),
@@ -266,7 +294,7 @@ pub(super) fn finished_game(
         record: GameRecord {
             game_id,
             rules: settings.rules,
-            start: *game.start(),
+            start: game.start().clone(),
             moves: game.moves().to_vec(),
             outcome,
             samples: Vec::new(),
@@ -298,7 +326,11 @@ mod tests {
         fn name(&self) -> &str {
             "broken"
         }
-        fn choose_move(&mut self, game: &Game, _: &MoveLimit) -> Result<Move, PlayerError> {
+        fn choose_move(
+            &mut self,
+            game: &xiangqi::Game,
+            _: &MoveLimit,
+        ) -> Result<Move, PlayerError> {
             std::thread::sleep(self.sleep);
             let legal = game.legal_moves();
             if self.sleep.is_zero() {
@@ -314,7 +346,7 @@ mod tests {
 
     #[test]
     fn illegal_and_late_moves_forfeit() {
-        let opening = &Opening::builtin()[0];
+        let opening = &Opening::<xiangqi::Game>::builtin()[0];
         let mut random = RandomPlayer::new(1);
         let settings = GameSettings::default();
         let g =
@@ -346,8 +378,8 @@ mod tests {
     fn max_plies_draws_by_length_cap() {
         let mut a = RandomPlayer::new(1);
         let mut b = RandomPlayer::new(2);
-        let settings = GameSettings { max_plies: 10, ..GameSettings::default() };
-        let g = play_game(&mut a, &mut b, &Opening::builtin()[0], &settings, 0);
+        let settings: GameSettings = GameSettings { max_plies: 10, ..GameSettings::default() };
+        let g = play_game(&mut a, &mut b, &Opening::<xiangqi::Game>::builtin()[0], &settings, 0);
         assert_eq!(g.record.moves.len(), 10);
         assert_eq!(g.outcome(), Outcome::Draw { reason: OutcomeReason::LengthCap });
     }

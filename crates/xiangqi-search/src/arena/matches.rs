@@ -1,6 +1,8 @@
 //! Sequential matches: [`run_match`] and its [`MatchConfig`].
 
-use xiangqi::Color;
+use xiangqi::{Color, Game};
+
+use crate::game::GameEnv;
 
 use super::game::{ArenaGame, GameSettings, play_game};
 use super::opening::Opening;
@@ -8,14 +10,28 @@ use super::player::Player;
 use super::stats::{MatchStats, Sprt, SprtVerdict};
 
 /// Settings of a match.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MatchConfig {
+#[derive(Debug)]
+pub struct MatchConfig<G: GameEnv = Game> {
     /// Games to play (at most; an SPRT may stop earlier).
     pub games: u32,
     /// Settings of each game.
-    pub settings: GameSettings,
+    pub settings: GameSettings<G>,
     /// A test that stops the match once decided.
     pub sprt: Option<Sprt>,
+}
+
+impl<G: GameEnv> Clone for MatchConfig<G> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<G: GameEnv> Copy for MatchConfig<G> {}
+
+impl<G: GameEnv> PartialEq for MatchConfig<G> {
+    fn eq(&self, other: &Self) -> bool {
+        self.games == other.games && self.settings == other.settings && self.sprt == other.sprt
+    }
 }
 
 /// Plays a match of `config.games` games between `a` and `b`: game `i` uses opening
@@ -26,12 +42,12 @@ pub struct MatchConfig {
 ///
 /// # Panics
 /// If `openings` is empty.
-pub fn run_match(
-    a: &mut dyn Player,
-    b: &mut dyn Player,
-    openings: &[Opening],
-    config: &MatchConfig,
-    mut on_game: impl FnMut(&ArenaGame, &MatchStats) -> bool,
+pub fn run_match<G: GameEnv>(
+    a: &mut dyn Player<G>,
+    b: &mut dyn Player<G>,
+    openings: &[Opening<G>],
+    config: &MatchConfig<G>,
+    mut on_game: impl FnMut(&ArenaGame<G>, &MatchStats) -> bool,
 ) -> MatchStats {
     assert!(!openings.is_empty(), "run_match without openings");
     let mut stats = MatchStats::default();
@@ -68,17 +84,24 @@ mod tests {
     fn greedy_beats_random_clearly() {
         let mut greedy = GreedyPlayer::new(7);
         let mut random = RandomPlayer::new(8);
-        let config = MatchConfig { games: 20, settings: GameSettings::default(), sprt: None };
-        let stats = run_match(&mut greedy, &mut random, &Opening::builtin(), &config, |g, _| {
-            // Every game is a legal game judged by the rules.
-            let mut pgn = Vec::new();
-            g.write_pgn(&mut pgn, "test").unwrap();
-            let text = String::from_utf8(pgn).unwrap();
-            let (_, moves) = parse_pgn_moves(&text, RuleSet::Asian).unwrap();
-            assert_eq!(moves, g.record.moves);
-            assert!(g.forfeit.is_none());
-            true
-        });
+        let config: MatchConfig =
+            MatchConfig { games: 20, settings: GameSettings::default(), sprt: None };
+        let stats = run_match(
+            &mut greedy,
+            &mut random,
+            &Opening::<xiangqi::Game>::builtin(),
+            &config,
+            |g, _| {
+                // Every game is a legal game judged by the rules.
+                let mut pgn = Vec::new();
+                g.write_pgn(&mut pgn, "test").unwrap();
+                let text = String::from_utf8(pgn).unwrap();
+                let (_, moves) = parse_pgn_moves::<xiangqi::Game>(&text, RuleSet::Asian).unwrap();
+                assert_eq!(moves, g.record.moves);
+                assert!(g.forfeit.is_none());
+                true
+            },
+        );
         assert_eq!(stats.games(), 20);
         assert!(stats.wdl.score() > 0.75, "{} {:?}", stats.wdl, stats.reasons);
         assert_eq!(stats.a_red.games(), 10);

@@ -40,7 +40,7 @@
 //!
 //! let mut greedy = GreedyPlayer::new(1);
 //! let mut random = RandomPlayer::new(2);
-//! let openings = Opening::builtin();
+//! let openings = Opening::<xiangqi::Game>::builtin();
 //! let config = MatchConfig { games: 4, settings: GameSettings::default(), sprt: None };
 //! let stats = run_match(&mut greedy, &mut random, &openings, &config, |_, _| true);
 //! assert_eq!(stats.wdl.games(), 4);

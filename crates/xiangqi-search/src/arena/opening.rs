@@ -1,9 +1,12 @@
 //! Openings: where the games of a match begin ([`Opening`], [`parse_openings`]).
 
 use thiserror::Error;
-use xiangqi::{Game, Move, Position, RuleSet};
+use xiangqi::{Game, Move};
 
-/// The built-in openings: a name and the first moves from the start position (UCI, ranks 0–9).
+use crate::game::{GameEnv, SearchGame};
+
+/// Xiangqi's built-in openings: a name and the first moves from the start position (UCI,
+/// ranks 0–9).
 pub const BUILTIN_OPENINGS: [(&str, &str); 8] = [
     ("central cannon vs screen horses", "h2e2 h9g7 h0g2 i9h9 i0h0 b9c7"),
     ("same-direction cannons", "h2e2 h7e7 h0g2 h9g7"),
@@ -27,27 +30,33 @@ pub struct OpeningError {
 
 /// Where games of a match begin: a start position and moves already played from it (all
 /// checked legal). The moves count as played: repetitions and clocks see them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Opening {
+#[derive(Clone, Debug)]
+pub struct Opening<G: GameEnv = Game> {
     name: String,
-    start: Position,
+    start: G::Position,
     moves: Vec<Move>,
 }
 
-impl Opening {
+impl<G: GameEnv> PartialEq for Opening<G> {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.start == other.start && self.moves == other.moves
+    }
+}
+
+impl<G: GameEnv> Opening<G> {
     /// An opening from a start position and moves, checked to be legal.
     ///
     /// # Errors
     /// An [`OpeningError`] naming the first illegal move.
     pub fn new(
         name: impl Into<String>,
-        start: Position,
+        start: G::Position,
         moves: Vec<Move>,
-    ) -> Result<Opening, OpeningError> {
+    ) -> Result<Opening<G>, OpeningError> {
         let name = name.into();
-        let mut game = Game::new(start, RuleSet::Asian);
+        let mut game = G::new_game(start.clone(), G::default_rules());
         for (i, &m) in moves.iter().enumerate() {
-            game.play(m).map_err(|e| OpeningError {
+            game.play_checked(m).map_err(|e| OpeningError {
                 name: name.clone(),
                 reason: format!("move {} '{m}': {e}", i + 1),
             })?;
@@ -60,7 +69,7 @@ impl Opening {
     ///
     /// # Errors
     /// An [`OpeningError`] for a bad FEN or a malformed or illegal move.
-    pub fn parse(name: impl Into<String>, line: &str) -> Result<Opening, OpeningError> {
+    pub fn parse(name: impl Into<String>, line: &str) -> Result<Opening<G>, OpeningError> {
         let name = name.into();
         let err = |reason: String| OpeningError { name: name.clone(), reason };
         let line = line.trim();
@@ -69,31 +78,29 @@ impl Opening {
             None if line.ends_with(" moves") => (line.trim_end_matches(" moves").trim(), ""),
             None => (line, ""),
         };
+        let rules = G::default_rules();
         let (start, moves_text) = if head.contains('/') {
-            (Position::from_fen(head).map_err(|e| err(e.to_string()))?, moves_text)
+            (G::position_from_fen(head, rules).map_err(err)?, moves_text)
         } else if head == "startpos" {
-            (Position::start(), moves_text)
+            (G::start_position(rules), moves_text)
         } else if moves_text.is_empty() {
-            (Position::start(), head)
+            (G::start_position(rules), head)
         } else {
             return Err(err(format!("'{head}' is neither a FEN nor startpos")));
         };
-        let mut pos = start;
+        let mut game = G::new_game(start.clone(), rules);
         let mut moves = Vec::new();
         for (i, text) in moves_text.split_ascii_whitespace().enumerate() {
-            let m = pos.parse_uci(text).map_err(|e| err(format!("move {}: {e}", i + 1)))?;
-            pos.play_unchecked(m);
+            let m = game.parse_move(text).map_err(|e| err(format!("move {}: {e}", i + 1)))?;
+            game.play_checked(m).map_err(|e| err(format!("move {}: {e}", i + 1)))?;
             moves.push(m);
         }
         Opening::new(name, start, moves)
     }
 
-    /// The [`BUILTIN_OPENINGS`].
-    pub fn builtin() -> Vec<Opening> {
-        BUILTIN_OPENINGS
-            .iter()
-            .filter_map(|(name, line)| Opening::parse(*name, line).ok())
-            .collect()
+    /// The game's built-in openings ([`GameEnv::OPENINGS`]; for xiangqi [`BUILTIN_OPENINGS`]).
+    pub fn builtin() -> Vec<Opening<G>> {
+        G::OPENINGS.iter().filter_map(|(name, line)| Opening::parse(*name, line).ok()).collect()
     }
 
     /// The opening's name.
@@ -102,7 +109,7 @@ impl Opening {
     }
 
     /// The start position.
-    pub fn start(&self) -> &Position {
+    pub fn start(&self) -> &G::Position {
         &self.start
     }
 
@@ -112,13 +119,13 @@ impl Opening {
     }
 
     /// The game after the opening moves, under `rules`.
-    pub fn game(&self, rules: RuleSet) -> Game {
-        let mut game = Game::new(self.start, rules);
+    pub fn game(&self, rules: G::Rules) -> G {
+        let mut game = G::new_game(self.start.clone(), rules);
         for &m in &self.moves {
-            if game.is_over() {
+            if game.outcome().is_some() {
                 break;
             }
-            game.play_unchecked(m);
+            SearchGame::play(&mut game, m);
         }
         game
     }
@@ -129,7 +136,7 @@ impl Opening {
 ///
 /// # Errors
 /// The first bad line's [`OpeningError`]; an error too if the text holds no opening.
-pub fn parse_openings(text: &str) -> Result<Vec<Opening>, OpeningError> {
+pub fn parse_openings<G: GameEnv>(text: &str) -> Result<Vec<Opening<G>>, OpeningError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -153,11 +160,11 @@ mod tests {
 
     #[test]
     fn builtin_openings_are_legal_and_distinct() {
-        let all = Opening::builtin();
+        let all = Opening::<xiangqi::Game>::builtin();
         assert_eq!(all.len(), BUILTIN_OPENINGS.len());
         for (o, (_, line)) in all.iter().zip(BUILTIN_OPENINGS) {
             assert_eq!(o.moves().len(), line.split_whitespace().count(), "{}", o.name());
-            assert!(!o.game(RuleSet::Asian).is_over());
+            assert!(!o.game(xiangqi::RuleSet::Asian).is_over());
         }
         for i in 0..all.len() {
             for j in i + 1..all.len() {
@@ -172,16 +179,16 @@ mod tests {
                     4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1\n\
                     rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1 moves h2e2\n\
                     startpos moves c3c4\n";
-        let o = parse_openings(text).unwrap();
+        let o = parse_openings::<xiangqi::Game>(text).unwrap();
         assert_eq!(o.len(), 4);
         assert_eq!(o[0].name(), "line 3");
         assert_eq!(o[0].moves().len(), 2);
         assert_eq!(o[1].moves().len(), 0);
         assert_eq!(o[2].moves().len(), 1);
         assert_eq!(o[3].moves()[0].to_string(), "c3c4");
-        let e = parse_openings("h2e2 h2e2\n").unwrap_err();
+        let e = parse_openings::<xiangqi::Game>("h2e2 h2e2\n").unwrap_err();
         assert!(e.to_string().contains("line 1") && e.to_string().contains("move 2"), "{e}");
-        assert!(parse_openings("4k4/9 w\n").is_err());
-        assert!(parse_openings("# nothing\n").is_err());
+        assert!(parse_openings::<xiangqi::Game>("4k4/9 w\n").is_err());
+        assert!(parse_openings::<xiangqi::Game>("# nothing\n").is_err());
     }
 }

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use thiserror::Error;
-use xiangqi::{Game, Move, Outcome};
+use xiangqi::{Game, Move};
 
 use crate::config::SearchConfig;
 use crate::eval::{EvalBuffer, Evaluator, recycle};
-use crate::game::SearchGame;
+use crate::game::{GameEnv, SearchGame};
 use crate::search::{Search, SearchResult};
 use crate::selfplay::game_rng;
 
@@ -64,7 +64,7 @@ pub enum PlayerError {
 /// Something that chooses moves: a baseline, the search, or an external engine.
 ///
 /// Players only propose moves; the arena checks them and the rules judge the game.
-pub trait Player {
+pub trait Player<G: GameEnv = Game> {
     /// A short name for tables and PGN tags.
     fn name(&self) -> &str;
 
@@ -82,17 +82,17 @@ pub trait Player {
     ///
     /// # Errors
     /// A [`PlayerError`] when no move can be given; the player then loses the game.
-    fn choose_move(&mut self, game: &Game, limit: &MoveLimit) -> Result<Move, PlayerError>;
+    fn choose_move(&mut self, game: &G, limit: &MoveLimit) -> Result<Move, PlayerError>;
 }
 
-impl<P: Player + ?Sized> Player for Box<P> {
+impl<G: GameEnv, P: Player<G> + ?Sized> Player<G> for Box<P> {
     fn name(&self) -> &str {
         (**self).name()
     }
     fn new_game(&mut self, game_id: u64) -> Result<(), PlayerError> {
         (**self).new_game(game_id)
     }
-    fn choose_move(&mut self, game: &Game, limit: &MoveLimit) -> Result<Move, PlayerError> {
+    fn choose_move(&mut self, game: &G, limit: &MoveLimit) -> Result<Move, PlayerError> {
         (**self).choose_move(game, limit)
     }
 }
@@ -116,7 +116,7 @@ fn no_move() -> PlayerError {
     PlayerError::Failed("asked to move in a position without legal moves".to_string())
 }
 
-impl Player for RandomPlayer {
+impl<G: GameEnv> Player<G> for RandomPlayer {
     fn name(&self) -> &str {
         "random"
     }
@@ -124,8 +124,8 @@ impl Player for RandomPlayer {
         self.rng = game_rng(self.seed, game_id);
         Ok(())
     }
-    fn choose_move(&mut self, game: &Game, _limit: &MoveLimit) -> Result<Move, PlayerError> {
-        let moves = game.legal_moves();
+    fn choose_move(&mut self, game: &G, _limit: &MoveLimit) -> Result<Move, PlayerError> {
+        let moves = game.legal_moves_vec();
         if moves.is_empty() {
             return Err(no_move());
         }
@@ -135,8 +135,10 @@ impl Player for RandomPlayer {
 
 /// A one-ply baseline: a move that wins at once if there is one (checkmate, leaving no legal
 /// move, or any other verdict of the rules in the mover's favour), else the capture of the most
-/// valuable piece ([`xiangqi::PieceKind::value`]), else a random legal move. Ties are broken at
-/// random; seeded per game like [`RandomPlayer`].
+/// valuable piece ([`GameEnv::capture_value`]: for xiangqi chariot 9, cannon 4.5, horse 4,
+/// advisor and elephant 2, soldier 1 pawn; for janggi the conventional points, chariot 13,
+/// cannon 7, horse 5, elephant and guard 3, soldier 2), else a random legal move (a janggi pass
+/// included). Ties are broken at random; seeded per game like [`RandomPlayer`].
 #[derive(Clone, Debug)]
 pub struct GreedyPlayer {
     seed: u64,
@@ -150,7 +152,7 @@ impl GreedyPlayer {
     }
 }
 
-impl Player for GreedyPlayer {
+impl<G: GameEnv> Player<G> for GreedyPlayer {
     fn name(&self) -> &str {
         "greedy"
     }
@@ -158,24 +160,16 @@ impl Player for GreedyPlayer {
         self.rng = game_rng(self.seed, game_id);
         Ok(())
     }
-    fn choose_move(&mut self, game: &Game, _limit: &MoveLimit) -> Result<Move, PlayerError> {
-        let moves = game.legal_moves();
+    fn choose_move(&mut self, game: &G, _limit: &MoveLimit) -> Result<Move, PlayerError> {
+        let moves = game.legal_moves_vec();
         if moves.is_empty() {
             return Err(no_move());
         }
-        let mover = game.position().turn();
-        let wins: Vec<Move> = moves
-            .iter()
-            .copied()
-            .filter(|&m| {
-                let mut g = game.clone();
-                g.play_unchecked(m).and_then(Outcome::winner) == Some(mover)
-            })
-            .collect();
+        let wins: Vec<Move> = moves.iter().copied().filter(|&m| game.is_winning_move(m)).collect();
         if !wins.is_empty() {
             return Ok(wins[self.rng.random_range(0..wins.len())]);
         }
-        let value = |m: Move| game.position().piece_at(m.to()).map_or(0, |p| p.kind.value());
+        let value = |m: Move| game.capture_value(m);
         let best = moves.iter().map(|&m| value(m)).max().unwrap_or(0);
         let pool: Vec<Move> = if best > 0 {
             moves.iter().copied().filter(|&m| value(m) == best).collect()
@@ -231,7 +225,7 @@ pub struct MctsPlayer<E> {
     rng: ChaCha8Rng,
 }
 
-impl<E: Evaluator<Game>> MctsPlayer<E> {
+impl<E> MctsPlayer<E> {
     /// A player searching with `evaluator` and `config` (its `simulations` is the default
     /// budget).
     ///
@@ -261,12 +255,15 @@ impl<E: Evaluator<Game>> MctsPlayer<E> {
     ///
     /// # Errors
     /// [`PlayerError::Failed`] if the game is over or the evaluator fails.
-    pub fn search(
+    pub fn search<G: GameEnv>(
         &mut self,
-        game: &Game,
+        game: &G,
         limit: &MoveLimit,
-    ) -> Result<SearchResult<Move>, PlayerError> {
-        if game.is_over() {
+    ) -> Result<SearchResult<Move>, PlayerError>
+    where
+        E: Evaluator<G>,
+    {
+        if game.outcome().is_some() {
             return Err(no_move());
         }
         let mut search = Search::new(game.clone(), self.config.clone());
@@ -299,11 +296,11 @@ impl<E> fmt::Debug for MctsPlayer<E> {
     }
 }
 
-impl<E: Evaluator<Game>> Player for MctsPlayer<E> {
+impl<G: GameEnv, E: Evaluator<G>> Player<G> for MctsPlayer<E> {
     fn name(&self) -> &str {
         &self.name
     }
-    fn choose_move(&mut self, game: &Game, limit: &MoveLimit) -> Result<Move, PlayerError> {
+    fn choose_move(&mut self, game: &G, limit: &MoveLimit) -> Result<Move, PlayerError> {
         Ok(self.search(game, limit)?.best)
     }
 }
@@ -357,10 +354,10 @@ impl LocalPlayer {
     /// An MCTS player's invalid config ([`SearchConfig::validate`]).
     ///
     /// [`run_match`]: super::run_match
-    pub fn to_player<'e, E: Evaluator<Game> + 'e>(
+    pub fn to_player<'e, G: GameEnv, E: Evaluator<G> + 'e>(
         &self,
         evaluator: E,
-    ) -> Result<Box<dyn Player + 'e>, crate::ConfigError> {
+    ) -> Result<Box<dyn Player<G> + 'e>, crate::ConfigError> {
         Ok(match self {
             LocalPlayer::Random { seed } => Box::new(RandomPlayer::new(*seed)),
             LocalPlayer::Greedy { seed } => Box::new(GreedyPlayer::new(*seed)),
@@ -416,7 +413,11 @@ mod tests {
         let limit = MoveLimit { simulations: Some(400), ..MoveLimit::default() };
         let m = p.choose_move(&g, &limit).unwrap();
         let mut after = g.clone();
-        assert_eq!(after.play(m).unwrap().and_then(Outcome::winner), Some(Color::Red), "{m}");
+        assert_eq!(
+            after.play(m).unwrap().and_then(xiangqi::Outcome::winner),
+            Some(Color::Red),
+            "{m}"
+        );
         let timed = MoveLimit {
             simulations: None,
             movetime: Some(Duration::from_millis(50)),

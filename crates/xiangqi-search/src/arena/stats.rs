@@ -7,6 +7,7 @@ use thiserror::Error;
 use xiangqi::{Color, OutcomeReason};
 
 use super::game::ArenaGame;
+use crate::game::GameEnv;
 
 /// The normal quantile of a two-sided 95% interval.
 const Z95: f64 = 1.959_963_984_540_054;
@@ -251,7 +252,7 @@ impl MatchStats {
     }
 
     /// Adds a finished game in which A played `a_color`.
-    pub fn add(&mut self, game: &ArenaGame, a_color: Color) {
+    pub fn add<G: GameEnv>(&mut self, game: &ArenaGame<G>, a_color: Color) {
         let score = game.outcome().score_for(a_color);
         self.wdl.add(score);
         match a_color {
