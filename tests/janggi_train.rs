@@ -99,6 +99,17 @@ fn janggi_selfplay_writes_janggi_shards_and_pgn() {
         assert_eq!(start, janggi::Position::start(janggi::Rules::Site));
         assert!(!moves.is_empty());
     }
+    // Xiangqi shards are not numbered on after janggi ones.
+    let x = xqz()
+        .args(["selfplay", "--games", "1", "--threads", "1", "--config"])
+        .arg(config("tiny.toml"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!x.status.success());
+    assert!(stderr(&x).contains("holds janggi shards"), "{}", stderr(&x));
+    assert_eq!(list_shards(&out).unwrap().len(), 1);
     let _ = fs::remove_dir_all(&out);
 }
 
@@ -159,6 +170,18 @@ fn a_janggi_run_trains_plays_exports_and_refuses_to_mix_games() {
     assert!(out.contains("option name UCI_Variant type combo default janggi"), "{out}");
     assert!(out.contains("plays janggi"), "{out}");
     janggi_bestmove(&out, &["e3e4"]);
+    // Without --net: a janggi network loaded by NetPath fixes the game too.
+    let out = uci(
+        &[],
+        &format!(
+            "uci\nsetoption name NetPath value {run_arg}\nsetoption name UCI_Variant value janggi\n\
+             setoption name UCI_Variant value xiangqi\nposition startpos\ngo nodes 8\nquit\n"
+        ),
+    );
+    assert!(out.contains("network plays janggi, not xiangqi"), "refused as xiangqi: {out}");
+    assert!(out.contains("network loaded"), "loaded once janggi: {out}");
+    assert!(out.contains("plays janggi (its network's game)"), "kept janggi: {out}");
+    janggi_bestmove(&out, &[]);
 
     // A xiangqi config cannot resume a janggi run.
     let r = xqz()
@@ -171,7 +194,8 @@ fn a_janggi_run_trains_plays_exports_and_refuses_to_mix_games() {
     assert!(!r.status.success());
     assert!(stderr(&r).contains("janggi"), "{}", stderr(&r));
 
-    // A xiangqi shard among a janggi run's shards is refused by name.
+    // A xiangqi shard among a janggi run's shards is refused by name: as the coming
+    // iteration's shard, and in the replay window.
     let xq = temp("xiangqi-shards");
     let s = xqz()
         .args(["selfplay", "--games", "1", "--threads", "1", "--config"])
@@ -181,14 +205,25 @@ fn a_janggi_run_trains_plays_exports_and_refuses_to_mix_games() {
         .output()
         .unwrap();
     assert!(s.status.success(), "{}", stderr(&s));
-    fs::copy(&list_shards(&xq).unwrap()[0], run.join("shards/shard-000001.npz")).unwrap();
-    let r = xqz()
-        .args(["train", "--quiet", "--threads", "1", "--resume", "--iterations", "3", "--config"])
-        .arg(config("janggi-tiny.toml"))
-        .arg("--run-dir")
-        .arg(&run)
-        .output()
-        .unwrap();
+    let resume = || {
+        xqz()
+            .args(["train", "--quiet", "--threads", "1", "--resume", "--iterations", "1"])
+            .arg("--config")
+            .arg(config("janggi-tiny.toml"))
+            .arg("--run-dir")
+            .arg(&run)
+            .output()
+            .unwrap()
+    };
+    let foreign = list_shards(&xq).unwrap()[0].clone();
+    fs::copy(&foreign, run.join("shards/shard-000003.npz")).unwrap();
+    let r = resume();
+    assert!(!r.status.success());
+    let err = stderr(&r);
+    assert!(err.contains("shard-000003.npz") && err.contains("xiangqi samples"), "{err}");
+    fs::remove_file(run.join("shards/shard-000003.npz")).unwrap();
+    fs::copy(&foreign, run.join("shards/shard-000001.npz")).unwrap();
+    let r = resume();
     assert!(!r.status.success());
     let err = stderr(&r);
     assert!(err.contains("shard-000001.npz") && err.contains("xiangqi samples"), "{err}");

@@ -427,6 +427,9 @@ fn run_game<G: GameEnv>(
         }
         None => Opening::<G>::builtin(),
     };
+    for o in &openings {
+        o.check(rules).context("--rules")?;
+    }
     let device = crate::net::device(&args.device)?;
     let movetime = args.movetime.map(Duration::from_millis);
     let simulations = args.sims.map(|s| s.max(1));
@@ -461,7 +464,7 @@ fn run_game<G: GameEnv>(
                 errln!(
                     "game {}: {who} ({}) loses by {}: {}",
                     game.record.game_id + 1,
-                    f.loser,
+                    G::SIDE_TAGS[f.loser.index()].to_lowercase(),
                     f.kind,
                     f.detail
                 );

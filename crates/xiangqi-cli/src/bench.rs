@@ -1,15 +1,16 @@
 //! `xqz bench`: the network's throughput on a device: inference positions per second at batch
 //! 64, 256 and 1024 (the folded net self-play evaluates with, planes in and logits out, one
-//! transfer each way), and training samples per second at the config's batch size.
+//! transfer each way), and training samples per second at the config's batch size. The net has
+//! the shapes of the config's game (`selfplay.game`), its inputs that game's positions.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use xiangqi::env::{self, INPUT_SIZE, POLICY_SIZE};
-use xiangqi::{Game, Position, RuleSet};
+use xiangqi::{Game, janggi};
 use xiangqi_nn::{InferenceNet, Net, TrainBatch, Trainer};
+use xiangqi_search::{Encoding, GameEnv, GameKind, SearchGame};
 
 use crate::config::ConfigFile;
 
@@ -31,18 +32,18 @@ pub struct Args {
     threads: u16,
 }
 
-/// Input planes of `n` positions from a deterministic walk of legal moves.
-fn positions(n: usize) -> Vec<f32> {
-    let mut out = vec![0.0; n * INPUT_SIZE];
-    let mut game = Game::new(Position::start(), RuleSet::Asian);
-    for (i, chunk) in out.chunks_exact_mut(INPUT_SIZE).enumerate() {
-        env::encode_planes(&game, chunk);
-        let moves = game.legal_moves();
-        let restart = moves.is_empty()
-            || game.play_unchecked(moves[(i * 7919 + 13) % moves.len()]).is_some()
-            || game.len() >= 120;
-        if restart {
-            game = Game::new(Position::start(), RuleSet::Asian);
+/// Input planes of `n` positions of game `G` from a deterministic walk of legal moves.
+fn positions<G: GameEnv>(n: usize) -> Vec<f32> {
+    let mut out = vec![0.0; n * G::INPUT_SIZE];
+    let new = || G::new_game(G::start_position(G::default_rules()), G::default_rules());
+    let mut game = new();
+    for (i, chunk) in out.chunks_exact_mut(G::INPUT_SIZE).enumerate() {
+        game.encode_planes(chunk);
+        let moves = game.legal_moves_vec();
+        if moves.is_empty() || game.moves().len() >= 120 {
+            game = new();
+        } else {
+            SearchGame::play(&mut game, moves[(i * 7919 + 13) % moves.len()]);
         }
     }
     out
@@ -79,13 +80,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let device = crate::net::device(&name)?;
     let c = &config.network;
     outln!(
-        "network: {} blocks x {} filters ({}), device {}",
+        "network: {} blocks x {} filters for {} ({}), device {}",
         c.blocks,
         c.filters,
+        config.selfplay.game,
         args.config.display(),
         name
     );
-    let net = Net::seeded(c, &device, 1);
+    let game = config.selfplay.game;
+    let encoding = Encoding::of_kind(game);
+    let positions = |n| match game {
+        GameKind::Xiangqi => positions::<Game>(n),
+        GameKind::Janggi => positions::<janggi::Game>(n),
+    };
+    let net = Net::seeded_for(c, encoding, &device, 1);
     let folded = InferenceNet::from_net(&net, &device).context("folding the network")?;
     for batch in [64, 256, 1024] {
         let planes = positions(batch);
@@ -96,13 +104,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let n = config.run.batch_size;
     let planes = positions(n);
-    let mut batch = TrainBatch::with_capacity(n);
-    for (i, p) in planes.chunks_exact(INPUT_SIZE).enumerate() {
-        let mut policy = vec![0.0; POLICY_SIZE];
-        policy[(i * 37 + 11) % POLICY_SIZE] = 1.0;
+    let mut batch = TrainBatch::for_encoding(encoding, n);
+    let policy_size = encoding.policy_size;
+    for (i, p) in planes.chunks_exact(encoding.input_size()).enumerate() {
+        let mut policy = vec![0.0; policy_size];
+        policy[(i * 37 + 11) % policy_size] = 1.0;
         batch.push(p, &policy, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][i % 3], true);
     }
-    let mut trainer = Trainer::new(c, &config.training, &device, 1)?;
+    let mut trainer = Trainer::for_encoding(c, encoding, &config.training, &device, 1)?;
     let r = rate(args.seconds, n, || trainer.step(&batch).map(|_| ()).map_err(Into::into))?;
     outln!("training   batch {n:>5}: {r:>10.0} samples/s");
     Ok(ExitCode::SUCCESS)

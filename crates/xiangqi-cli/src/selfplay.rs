@@ -161,6 +161,21 @@ fn play<G: GameEnv>(
     mut evaluator: crate::net::AnyEvaluator,
 ) -> anyhow::Result<ExitCode> {
     let rules = config.selfplay.rules_for::<G>()?;
+    // Shards are numbered on after those already in the directory: they must be this game's.
+    if let Ok(existing) = list_shards(out_dir)
+        && let Some(last) = existing.last()
+    {
+        let shard = xiangqi_search::read_shard(last)?;
+        if shard.game != G::KIND {
+            anyhow::bail!(
+                "--out {}: it holds {} shards ({}); this config plays {}: use another directory",
+                out_dir.display(),
+                shard.game,
+                last.display(),
+                G::KIND
+            );
+        }
+    }
     fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create output directory {}", out_dir.display()))?;
     let pgn_path = out_dir.join("games.pgn");

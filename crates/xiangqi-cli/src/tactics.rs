@@ -77,6 +77,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             _ => bail!("--nodes is a limit of an external engine (uci: or ucci:)"),
         }
     }
+    if let PlayerSpec::Net(_, path) = &spec {
+        let game = crate::net::game_of(path).context("--player")?;
+        if game != xiangqi_search::GameKind::Xiangqi {
+            bail!("--player: the network plays {game}; the tactical positions are xiangqi's");
+        }
+    }
     let device = crate::net::device(&args.device)?;
     let mut player = spec.start(&args.player, &device)?;
     let limit = MoveLimit {

@@ -22,8 +22,11 @@
 //! the most memory the search tree may take), `MultiPV` (spin 1–128), `Simulations` (spin, the
 //! budget of a `go` without limits, default 800), `NetPath` (string: a checkpoint, export or run
 //! directory; setting it loads that network, or explains in an `info string` why not and keeps
-//! the current one; `--net` gives the one to start with), `Rules` (combo `asian`/`simple`), and
-//! in UCCI `usemillisec` (check: clock values in milliseconds instead of seconds).
+//! the current one; `--net` gives the one to start with), `UCI_Variant` (combo `xiangqi`/`janggi`:
+//! the game; a network fixes it, see [`run`]), `Rules` (combo: `asian`/`simple` for xiangqi,
+//! `site`/`traditional` for janggi), and in UCCI `usemillisec` (check: clock values in
+//! milliseconds instead of seconds). Janggi moves are UCI with ranks 0–9, a pass written as the
+//! general's point twice.
 //!
 //! Robustness: an unknown command or option, a bad option value, an illegal move or a
 //! malformed FEN is answered by `info string ...`; the engine keeps a defined state (for a bad
@@ -112,6 +115,8 @@ pub struct Engine<E: Evaluator<G> + Send + 'static, G: GameEnv = Game> {
     evaluator: Arc<Mutex<E>>,
     net_loader: Option<NetLoader<E>>,
     running: Option<Running>,
+    /// Whether `UCI_Variant` offers only this game (a network fixes it).
+    fixed_game: bool,
 }
 
 /// Whether to go on reading commands.
@@ -179,6 +184,23 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             evaluator: Arc::new(Mutex::new(evaluator)),
             net_loader: None,
             running: None,
+            fixed_game: false,
+        }
+    }
+
+    /// Offers only this engine's game as `UCI_Variant` (its network plays it).
+    #[must_use]
+    pub fn with_fixed_game(mut self) -> Engine<E, G> {
+        self.fixed_game = true;
+        self
+    }
+
+    /// Runs `f` on the evaluator (between searches).
+    pub fn with_evaluator<R>(&mut self, f: impl FnOnce(&E) -> R) -> R {
+        self.stop_search();
+        match self.evaluator.lock() {
+            Ok(e) => f(&e),
+            Err(poisoned) => f(&poisoned.into_inner()),
         }
     }
 
@@ -258,7 +280,8 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         let o = &self.options;
         let defaults = Options::<G>::default();
         let rules_vars: String = G::KIND.rule_names().iter().map(|r| format!(" var {r}")).collect();
-        let variants: String = GameKind::ALL.iter().map(|g| format!(" var {g}")).collect();
+        let offered: &[GameKind] = if self.fixed_game { &[G::KIND] } else { &GameKind::ALL };
+        let variants: String = offered.iter().map(|g| format!(" var {g}")).collect();
         match dialect {
             Dialect::Uci => {
                 for line in [
@@ -843,6 +866,9 @@ fn serve_as<G: GameEnv>(
     });
     let mut engine: Engine<_, G> =
         Engine::new(evaluator, Output::new(Box::new(io::stdout()))).with_net_loader(loader);
+    if session.pinned {
+        engine = engine.with_fixed_game();
+    }
     if let Some(d) = session.dialect {
         engine.dialect = d;
     }
@@ -856,8 +882,17 @@ fn serve_as<G: GameEnv>(
             LineRead::TooLong => engine.info("input line longer than 1 MiB ignored"),
             LineRead::Line => {
                 let line = String::from_utf8_lossy(&buf).into_owned();
-                match variant_request(&line) {
+                // A network (from --net or NetPath) fixes the game; the uniform evaluator
+                // plays either.
+                let request = variant_request(&line);
+                let switch = match request {
                     Some(Ok(g)) if g != G::KIND && !session.pinned => {
+                        !engine.with_evaluator(|e| e.game().is_some())
+                    }
+                    _ => false,
+                };
+                match request {
+                    Some(Ok(g)) if switch => {
                         engine.stop_search();
                         engine.info(&format!("playing {g}"));
                         return Ok(Some(g));

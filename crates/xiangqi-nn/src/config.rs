@@ -49,7 +49,7 @@ pub enum GlobalKind {
 }
 
 /// The `[network]` section: the shape of the network. Inputs and the policy size come from
-/// the environment view ([`xiangqi::env::PLANES`], [`xiangqi::env::POLICY_SIZE`]).
+/// the game's environment view ([`xiangqi_search::Encoding`]), not from this section.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NetConfig {

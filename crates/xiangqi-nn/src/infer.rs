@@ -296,8 +296,9 @@ impl InferenceNet {
     /// Policy and WDL logits, as [`Net::forward`] computes them in inference mode.
     ///
     /// # Shapes
-    /// * `planes`: `[B, PLANES, 10, 9]` = `[B, 16, 10, 9]`
-    /// * output `policy`: `[B, POLICY_SIZE]` = `[B, 2166]` (logits)
+    /// * `planes`: `[B, PLANES, 10, 9]` (16 planes for both games)
+    /// * output `policy`: `[B, POLICY_SIZE]` (logits; 2166 for xiangqi, 2451 for janggi: the
+    ///   game's [`xiangqi_search::Encoding`])
     /// * output `wdl`: `[B, 3]` (logits of win, draw, loss for the side to move)
     pub fn forward(&self, planes: Tensor<4>) -> NetOutput {
         let [b, c, h, w] = planes.dims();
@@ -367,10 +368,11 @@ impl InferenceNet {
     /// tensor, not copied) and reads the logits back.
     ///
     /// # Shapes
-    /// `planes`: `[B, PLANES, 10, 9]` flattened, `B · INPUT_SIZE` floats.
+    /// `planes`: `[B, PLANES, 10, 9]` flattened, `B · INPUT_SIZE` floats (`INPUT_SIZE` = the
+    /// encoding's planes · 90).
     ///
     /// # Errors
-    /// [`NnError::Batch`] if the length is not a multiple of [`INPUT_SIZE`];
+    /// [`NnError::Batch`] if the length is not a multiple of `INPUT_SIZE`;
     /// [`NnError::Read`] if the device fails.
     pub fn predict(&self, planes: Vec<f32>) -> Result<Logits, NnError> {
         let input_size = self.encoding.input_size();
@@ -515,7 +517,11 @@ impl<G: GameEnv> Evaluator<G> for NnEvaluator {
             return Ok(());
         }
         let enc = self.net.encoding();
-        if enc.game != G::KIND || enc.planes != G::PLANES || enc.policy_size != G::POLICY_SIZE {
+        if enc.game != G::KIND
+            || enc.version != G::ENCODING_VERSION
+            || enc.planes != G::PLANES
+            || enc.policy_size != G::POLICY_SIZE
+        {
             return Err(NnError::Batch(format!(
                 "the network is for {} (encoding version {}), not {}",
                 enc.game,

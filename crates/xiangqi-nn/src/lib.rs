@@ -3,9 +3,11 @@
 //! inference form and the search's evaluator over it ([`InferenceNet`], [`NnEvaluator`]), the
 //! trainer ([`Trainer`]) and the checkpoint format ([`checkpoint`]).
 //!
-//! Inputs and outputs follow the environment view of the rules crate ([`xiangqi::env`]):
-//! `[B, 16, 10, 9]` input planes from the side to move, policy logits over the 2166 actions
-//! (`move_to_index`), and WDL logits for the side to move; the evaluator's value is
+//! Inputs and outputs follow the environment view of the network's game (a network is for one
+//! game: its shapes come from the game's [`xiangqi_search::Encoding`] at run time, so this crate
+//! is compiled once for both games): `[B, 16, 10, 9]` input planes from the side to move,
+//! policy logits over the game's actions (2166 for xiangqi, [`xiangqi::env`]; 2451 for janggi,
+//! [`xiangqi::janggi::env`]), and WDL logits for the side to move; the evaluator's value is
 //! `P(win) − P(loss)`.
 //!
 //! # Backends

@@ -323,11 +323,13 @@ impl Net {
         out
     }
 
-    /// Policy and WDL logits for a batch of encoded positions ([`xiangqi::env::encode_planes`]).
+    /// Policy and WDL logits for a batch of encoded positions
+    /// ([`xiangqi_search::GameEnv::encode_planes`]).
     ///
     /// # Shapes
-    /// * `planes`: `[B, PLANES, 10, 9]` = `[B, 16, 10, 9]`
-    /// * output `policy`: `[B, POLICY_SIZE]` = `[B, 2166]` (logits)
+    /// * `planes`: `[B, PLANES, 10, 9]` (16 planes for both games)
+    /// * output `policy`: `[B, POLICY_SIZE]` (logits; 2166 for xiangqi, 2451 for janggi: the
+    ///   game's [`xiangqi_search::Encoding`])
     /// * output `wdl`: `[B, 3]` (logits of win, draw, loss for the side to move)
     pub fn forward(&self, planes: Tensor<4>) -> NetOutput {
         let [b, c, h, w] = planes.dims();

@@ -319,11 +319,6 @@ impl SelfPlayConfig {
             }
         }
     }
-
-    /// The rule set's name (the game's default when none is named).
-    pub fn rules_name(&self) -> &str {
-        self.rules.as_deref().unwrap_or(self.game.default_rules())
-    }
 }
 
 #[cfg(test)]

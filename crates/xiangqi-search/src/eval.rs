@@ -22,8 +22,8 @@ use crate::game::SearchGame;
 /// One state to evaluate: borrowed from the search tree, never copied.
 #[derive(Debug)]
 pub struct EvalRequest<'a, G: SearchGame> {
-    /// The game state (position and history, for xiangqi a [`xiangqi::Game`], from which a
-    /// network can read the position and [`xiangqi::Game::repetitions`]).
+    /// The game state (position and history: a [`xiangqi::Game`] or [`xiangqi::janggi::Game`],
+    /// from which a network reads its input planes).
     pub game: &'a G,
     /// The legal moves of the side to move; the prior is written in this order. Never empty.
     pub moves: &'a [G::Move],

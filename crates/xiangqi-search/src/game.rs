@@ -298,8 +298,8 @@ pub trait GameEnv: SearchGame<Move = Move> + fmt::Debug + 'static {
     /// The value of the piece `mv` captures (0 for none) on the game's material scale, for the
     /// greedy baseline.
     fn capture_value(&self, mv: Move) -> i32;
-    /// First player's material minus the second's, in half-pawns (a soldier that has not
-    /// crossed is 2), of a compact board ([`PlaneInputs::board`]); codes that are no piece
+    /// First player's material minus the second's, in half-pawns (a soldier is 2), of a
+    /// compact board ([`PlaneInputs::board`]); codes that are no piece
     /// count nothing.
     fn material_half_pawns(board: &[u8; 90]) -> i16;
     /// Names of the input planes, in order (for `model.json`).
@@ -424,8 +424,9 @@ impl PartialEq for Encoding {
 }
 
 /// Janggi's built-in arena openings: the four horse and elephant arrangements each side may
-/// choose before the game (b and c files, g and h files: horse–elephant, elephant–horse), in
-/// eight pairings, with Cho to move. The first is the site's fixed start.
+/// choose before the game, in eight pairings, with Cho to move. A name gives Cho's arrangement,
+/// then Han's, each as the pieces on files b–c and g–h read from file a to file i (H horse,
+/// E elephant), not from the player's own seat. The first is the site's fixed start.
 pub const JANGGI_OPENINGS: [(&str, &str); 8] = [
     ("HE-EH vs HE-EH", "rnba1abnr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RNBA1ABNR w - - 0 1"),
     ("EH-HE vs EH-HE", "rbna1anbr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RBNA1ANBR w - - 0 1"),
@@ -466,7 +467,11 @@ fn plane_names_of(clock_scale: u32, guard: &str) -> Vec<String> {
             out.push(format!("{side}: {kind} (1.0 where one stands)"));
         }
     }
-    out.push("1.0 everywhere if the position occurred before in the game, else 0.0".to_string());
+    out.push(
+        "1.0 everywhere if the position occurred before (xiangqi: in the game; janggi: since the \
+         last capture), else 0.0"
+            .to_string(),
+    );
     out.push(format!("plies since the last capture / {clock_scale}, capped at 1.0, everywhere"));
     out
 }

@@ -1,9 +1,12 @@
-//! Search for xiangqi-zero: the batched [`Evaluator`] interface, Monte Carlo tree search (PUCT,
+//! Search for xiangqi-zero, for both games of the family (xiangqi and janggi): the game
+//! interface [`GameEnv`], the batched [`Evaluator`] interface, Monte Carlo tree search (PUCT,
 //! or a Gumbel root with sequential halving) on an arena [`Tree`], the self-play actor pool that
 //! batches leaves across games, game records (PGN) and the replay shard format.
 //!
-//! The search is generic over the small [`SearchGame`] trait, implemented for
-//! [`xiangqi::Game`]; the rules judge every terminal node, never the evaluator. This crate
+//! The search is generic over the small [`SearchGame`] trait, and everything above it
+//! (self-play, records, shards, the arena) over [`GameEnv`]; both are implemented for
+//! [`xiangqi::Game`] and [`xiangqi::janggi::Game`]. The rules judge every terminal node, never
+//! the evaluator. This crate
 //! knows no tensors: a neural network implements [`Evaluator`] in another crate.
 //!
 //! # Example

@@ -2,7 +2,9 @@
 //! searched position; and their PGN form for people.
 //!
 //! # PGN
-//! [`GameRecord::write_pgn`] writes the Chinese-chess PGN dialect that xiangqi GUIs read:
+//! [`GameRecord::write_pgn`] writes the Chinese-chess PGN dialect that xiangqi GUIs read (for
+//! janggi the same form with `[Game "Janggi"]` and the players in `[Cho]` and `[Han]`; a pass is
+//! the general's point twice, `E1-E1`):
 //!
 //! ```text
 //! [Game "Chinese Chess"]

@@ -87,8 +87,9 @@ pub struct LoopConfig {
     /// from AlphaZero part 4: improving the training target", 2018, found averaging best).
     pub value_q_weight: f64,
     /// Weight μ of the material target in the value target: the material balance of the
-    /// game's final position for the side to move, `p` pawns (chariot 9, cannon 4.5, horse 4,
-    /// advisor and elephant 2, soldier 1), as `t = tanh(p / material_scale)` and the WDL
+    /// game's final position for the side to move, `p` pawns (xiangqi: chariot 9, cannon 4.5,
+    /// horse 4, advisor and elephant 2, soldier 1; janggi: chariot 6.5, cannon 3.5, horse 2.5,
+    /// elephant and guard 1.5, soldier 1), as `t = tanh(p / material_scale)` and the WDL
     /// `((1 + t) / 2, 0, (1 − t) / 2)` (no draw mass invented). A dense signal that every game
     /// carries, decided or not: the analogue of KataGo's score target (Wu 2019) folded into the
     /// value. `value_q_weight + material_weight` is at most 1; the game result has the rest.
@@ -1352,6 +1353,7 @@ impl TrainingRun {
         let mut ingest = None;
         let (shard, selfplay, resign_counts) = match read_shard(&path) {
             Ok(shard) => {
+                self.check_shard_game(&path, &shard)?;
                 let report = SelfPlayReport {
                     games: shard.games().len() as u64,
                     samples: shard.len(),
@@ -1742,6 +1744,20 @@ impl TrainingRun {
         }
     }
 
+    /// Refuses a shard of the run's directory that holds another game's samples: it would be
+    /// trained on as this game's. (A shard of the same game under another rule set is the
+    /// run's own history after a `--resume` that changed `selfplay.rules`: kept.)
+    fn check_shard_game(&self, path: &Path, shard: &Shard) -> Result<(), PipelineError> {
+        let game = self.config.selfplay.game;
+        if shard.game == game {
+            return Ok(());
+        }
+        Err(PipelineError::Shard {
+            path: path.to_path_buf(),
+            reason: format!("it holds {} samples; this run plays {game}", shard.game),
+        })
+    }
+
     /// The game's encoding.
     fn encoding(&self) -> Encoding {
         Encoding::of_kind(self.config.selfplay.game)
@@ -1857,16 +1873,8 @@ impl TrainingRun {
                 break;
             }
             match read_shard(path) {
-                Ok(shard) if shard.game != self.config.selfplay.game => {
-                    return Err(PipelineError::Shard {
-                        path: path.clone(),
-                        reason: format!(
-                            "it holds {} samples; this run plays {}",
-                            shard.game, self.config.selfplay.game
-                        ),
-                    });
-                }
                 Ok(shard) => {
+                    self.check_shard_game(path, &shard)?;
                     total += shard.len();
                     picked.push((*n, shard));
                 }
@@ -2112,7 +2120,9 @@ impl TrainingRun {
         let mut earlier = None;
         if previous < self.iteration {
             let dir = checkpoint_path(&self.paths, previous);
-            let (net, _) = checkpoint::load_net(&dir, Some(&self.config.network), &self.device)?;
+            let (net, manifest) =
+                checkpoint::load_net(&dir, Some(&self.config.network), &self.device)?;
+            manifest.expect_game(&dir, self.config.selfplay.game)?;
             earlier = Some(NnEvaluator::new(InferenceNet::from_net(&net, &self.device)?));
         }
         let mut opponents = vec![

@@ -117,9 +117,9 @@ pub struct ArenaGame<G: GameEnv = Game> {
     /// The moves and the verdict. A forfeit is recorded as a win for the other side with reason
     /// [`OutcomeReason::Resignation`] (the rules have no forfeit verdict); see `forfeit`.
     pub record: GameRecord<G>,
-    /// Red's name.
+    /// The first player's name (xiangqi's Red, janggi's Cho).
     pub red: String,
-    /// Black's name.
+    /// The second player's name (xiangqi's Black, janggi's Han).
     pub black: String,
     /// The opening's name.
     pub opening: String,
@@ -144,7 +144,8 @@ impl<G: GameEnv> ArenaGame<G> {
     }
 
     /// Writes the game in the PGN form of self-play ([`GameRecord::write_pgn`]), with
-    /// `[Event "{event}"]`, the players' names in `[Red]` and `[Black]`, an `[Opening]` tag, and
+    /// `[Event "{event}"]`, the players' names in `[Red]` and `[Black]` (janggi: `[Cho]`,
+    /// `[Han]`), an `[Opening]` tag, and
     /// for a forfeit `[Termination "{kind}"]` with a `[Forfeit "..."]` tag giving the details.
     ///
     /// # Errors
@@ -167,7 +168,7 @@ impl<G: GameEnv> ArenaGame<G> {
                         writeln!(
                             w,
                             "[Forfeit \"{} {}: {}\"]",
-                            f.loser,
+                            G::SIDE_TAGS[f.loser.index()].to_lowercase(),
                             f.kind,
                             escape_tag(&f.detail)
                         )?;

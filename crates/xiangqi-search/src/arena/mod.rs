@@ -1,12 +1,14 @@
 //! The arena: players, games judged by the rules, matches with colours swapped, and the
 //! statistics of a match (score, Elo with a 95% interval, SPRT).
 //!
-//! * A [`Player`] is anything that picks a move for a [`Game`] under a per-move [`MoveLimit`]:
+//! * A [`Player`] is anything that picks a move for a game ([`crate::GameEnv`]: xiangqi by
+//!   default, or janggi) under a per-move [`MoveLimit`]:
 //!   [`RandomPlayer`], [`GreedyPlayer`] (one-ply baseline), [`MctsPlayer`] (the search with any
 //!   [`Evaluator`]), or, in the command-line tool, an external UCI/UCCI engine.
 //! * [`play_game`] plays one game from an [`Opening`]. **The rules crate judges every game**:
-//!   players only propose moves; [`Game`] decides checkmate, repetition, perpetual check and
-//!   chase and the move limits. A player that fails, proposes an illegal move, or exceeds its
+//!   players only propose moves; the game's rules decide (xiangqi: checkmate, repetition,
+//!   perpetual check and chase and the move limits; janggi: checkmate and the no-capture
+//!   limit). A player that fails, proposes an illegal move, or exceeds its
 //!   time (the move time plus [`MoveLimit::margin`]) loses that game by [`Forfeit`].
 //! * [`run_match`] plays games in pairs over a list of openings, each opening once with each
 //!   player as Red, and can stop early on an [`Sprt`] verdict.

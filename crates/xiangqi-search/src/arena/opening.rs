@@ -118,7 +118,24 @@ impl<G: GameEnv> Opening<G> {
         &self.moves
     }
 
-    /// The game after the opening moves, under `rules`.
+    /// Checks that the opening's moves are legal under `rules` too (they were checked under the
+    /// game's default rule set; a janggi cannon slide of `site` is illegal under
+    /// `traditional`).
+    ///
+    /// # Errors
+    /// An [`OpeningError`] naming the first move that is illegal under `rules`.
+    pub fn check(&self, rules: G::Rules) -> Result<(), OpeningError> {
+        let mut game = G::new_game(self.start.clone(), rules);
+        for (i, &m) in self.moves.iter().enumerate() {
+            game.play_checked(m).map_err(|e| OpeningError {
+                name: self.name.clone(),
+                reason: format!("move {} '{m}' under rule set {rules}: {e}", i + 1),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The game after the opening moves, under `rules` (see [`Opening::check`]).
     pub fn game(&self, rules: G::Rules) -> G {
         let mut game = G::new_game(self.start.clone(), rules);
         for &m in &self.moves {
@@ -157,6 +174,21 @@ pub fn parse_openings<G: GameEnv>(text: &str) -> Result<Vec<Opening<G>>, Opening
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn janggi_openings_are_checked_under_the_match_rules() {
+        use xiangqi::janggi;
+        // Cho's cannon b2-b1 slides without a screen: legal under `site` only.
+        let o = Opening::<janggi::Game>::parse("slide", "startpos moves b2b1").unwrap();
+        o.check(janggi::Rules::Site).unwrap();
+        let e = o.check(janggi::Rules::Traditional).unwrap_err();
+        assert!(e.reason.contains("traditional"), "{e}");
+        assert_eq!(Opening::<janggi::Game>::builtin().len(), 8);
+        for b in Opening::<janggi::Game>::builtin() {
+            b.check(janggi::Rules::Traditional).unwrap();
+            assert_eq!(b.game(janggi::Rules::Traditional).rules(), janggi::Rules::Traditional);
+        }
+    }
 
     #[test]
     fn builtin_openings_are_legal_and_distinct() {

@@ -86,7 +86,7 @@ pub const GUARD: PieceKind = PieceKind::Advisor;
 /// Worst case, with at most the initial set per side (validation enforces it): 2 chariots × 21
 /// (17 orthogonal points + 4 palace diagonals from a palace centre) + 2 cannons × 21 (the `site`
 /// cannon slides like a chariot) + 2 horses × 8 + 2 elephants × 8 + 2 guards × 8 + the general
-/// × 8 + 5 soldiers × 3 + the pass = 157, below 160.
+/// × 8 + 5 soldiers × 3 + the pass = 156, below 160.
 pub const MAX_MOVES: usize = 160;
 
 /// Janggi moves of one position, stored inline without allocation.

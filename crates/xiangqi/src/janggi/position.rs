@@ -14,8 +14,8 @@ use crate::tables::{HORSE_ATTACKS, HORSE_MOVES, RAYS, ZOBRIST_BLACK, ZOBRIST_PIE
 use crate::types::{ByColor, Color, Piece, PieceKind, Square};
 
 /// The site's start position, in Fairy-Stockfish's janggi FEN (`DESIGN.md`, "Janggi"): both
-/// sides with horse–elephant–horse–elephant order `N B` on the left, generals on their palace
-/// centres.
+/// sides with a horse and an elephant on files b–c (`N B`) and an elephant and a horse on files
+/// g–h (`B N`): the elephants inside, the horses outside; generals on their palace centres.
 pub const START_FEN: &str =
     "rnba1abnr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RNBA1ABNR w - - 0 1";
 
