@@ -446,9 +446,32 @@ pub fn planes_from_compact(inputs: &PlaneInputs, out: &mut [f32]) -> Result<(), 
     Ok(())
 }
 
+/// [`planes_from_compact`] with the clock plane scaled by `clock_scale` plies (janggi's planes
+/// are xiangqi's with its own no-capture limit).
+pub(crate) fn planes_from_compact_scaled(
+    inputs: &PlaneInputs,
+    out: &mut [f32],
+    clock_scale: u32,
+) -> Result<(), InvalidPieceCode> {
+    assert_eq!(out.len(), INPUT_SIZE, "planes_from_compact: out must hold INPUT_SIZE floats");
+    if let Some((i, &code)) =
+        inputs.board.iter().enumerate().find(|(_, c)| code_piece(**c).is_err())
+    {
+        return Err(InvalidPieceCode { square: Square::from_index(i), code });
+    }
+    write_planes_scaled(inputs, out, clock_scale);
+    Ok(())
+}
+
 /// The one implementation behind [`encode_planes`] and [`planes_from_compact`]. Codes above 14
 /// are skipped (callers validate them).
 fn write_planes(inputs: &PlaneInputs, out: &mut [f32]) {
+    write_planes_scaled(inputs, out, CLOCK_SCALE);
+}
+
+/// [`write_planes`] with the clock plane scaled by `clock_scale` plies; janggi's planes use it
+/// too.
+pub(crate) fn write_planes_scaled(inputs: &PlaneInputs, out: &mut [f32], clock_scale: u32) {
     assert_eq!(out.len(), INPUT_SIZE, "encode_planes: out must hold INPUT_SIZE floats");
     out.fill(0.0);
     let turn = inputs.turn;
@@ -466,7 +489,7 @@ fn write_planes(inputs: &PlaneInputs, out: &mut [f32]) {
     if inputs.repeated {
         out[plane(REPETITION_PLANE)].fill(1.0);
     }
-    let clock = inputs.halfmove_clock.min(CLOCK_SCALE) as f32 / CLOCK_SCALE as f32;
+    let clock = inputs.halfmove_clock.min(clock_scale) as f32 / clock_scale as f32;
     out[plane(CLOCK_PLANE)].fill(clock);
 }
 

@@ -71,7 +71,7 @@
 
 use super::game::Game;
 use super::position::Position;
-use crate::env::{EMPTY_CODE, InvalidPieceCode, PlaneInputs, code_piece, piece_code};
+use crate::env::{EMPTY_CODE, InvalidPieceCode, PlaneInputs, piece_code};
 use crate::moves::Move;
 use crate::types::{Color, PieceKind, Square};
 
@@ -359,38 +359,17 @@ pub fn encode_planes(game: &Game, out: &mut [f32]) {
 /// # Panics
 /// If `out.len() != INPUT_SIZE`.
 pub fn planes_from_compact(inputs: &PlaneInputs, out: &mut [f32]) -> Result<(), InvalidPieceCode> {
-    assert_eq!(out.len(), INPUT_SIZE, "planes_from_compact: out must hold INPUT_SIZE floats");
-    if let Some((i, &code)) =
-        inputs.board.iter().enumerate().find(|(_, c)| code_piece(**c).is_err())
-    {
-        return Err(InvalidPieceCode { square: Square::from_index(i), code });
-    }
-    write_planes(inputs, out);
-    Ok(())
+    // The planes have xiangqi's layout (the same piece kinds, repetition and clock planes);
+    // only the clock's scale is janggi's.
+    const _: () = assert!(INPUT_SIZE == crate::env::INPUT_SIZE);
+    const _: () = assert!(REPETITION_PLANE == crate::env::REPETITION_PLANE);
+    const _: () = assert!(CLOCK_PLANE == crate::env::CLOCK_PLANE);
+    crate::env::planes_from_compact_scaled(inputs, out, CLOCK_SCALE)
 }
 
-/// The one implementation behind [`encode_planes`] and [`planes_from_compact`]; codes above 14
-/// are skipped (callers validate them).
+/// The one implementation behind [`encode_planes`]: xiangqi's, with janggi's clock scale.
 fn write_planes(inputs: &PlaneInputs, out: &mut [f32]) {
-    assert_eq!(out.len(), INPUT_SIZE, "encode_planes: out must hold INPUT_SIZE floats");
-    out.fill(0.0);
-    let turn = inputs.turn;
-    for (sq, &code) in inputs.board.iter().enumerate() {
-        let Ok(Some(piece)) = code_piece(code) else {
-            continue;
-        };
-        let view = match turn {
-            Color::Red => sq,
-            Color::Black => Square::from_index(sq).flip().index(),
-        };
-        out[piece_plane(piece.kind, piece.color == turn) * PLANE_SIZE + view] = 1.0;
-    }
-    let plane = |p: usize| p * PLANE_SIZE..(p + 1) * PLANE_SIZE;
-    if inputs.repeated {
-        out[plane(REPETITION_PLANE)].fill(1.0);
-    }
-    let clock = inputs.halfmove_clock.min(CLOCK_SCALE) as f32 / CLOCK_SCALE as f32;
-    out[plane(CLOCK_PLANE)].fill(clock);
+    crate::env::write_planes_scaled(inputs, out, CLOCK_SCALE);
 }
 
 /// Mirrors planes left–right in place (file f ↔ 8 − f): one position `[PLANES, 10, 9]` or any
