@@ -1,7 +1,9 @@
 //! `xqz bench`: the network's throughput on a device: inference positions per second at batch
-//! 64, 256 and 1024 (the folded net self-play evaluates with, planes in and logits out, one
-//! transfer each way), and training samples per second at the config's batch size. The net has
-//! the shapes of the config's game (`selfplay.game`), its inputs that game's positions.
+//! 64, 256 and 1024 (the folded net self-play evaluates with, planes in and logits out), and
+//! training samples per second at the config's batch size. On the CPU the inference lines are
+//! the CPU kernels self-play uses, with burn's operations on the same net beside them
+//! (`inference (burn)`) for comparison. The net has the shapes of the config's game
+//! (`selfplay.game`), its inputs that game's positions.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use xiangqi::{Game, janggi};
-use xiangqi_nn::{InferenceNet, Net, TrainBatch, Trainer};
+use xiangqi_nn::{InferenceNet, InferencePath, Logits, Manifest, Net, TrainBatch, Trainer};
 use xiangqi_search::{Encoding, GameEnv, GameKind, SearchGame};
 
 use crate::config::ConfigFile;
@@ -30,6 +32,11 @@ pub struct Args {
     /// Threads of the CPU backend (0 = all cores).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1024))]
     threads: u16,
+    /// Also write the measured net, as `xqz export` writes a net, into this directory (which
+    /// must not exist, be empty, or hold an earlier export): another runtime can then be timed
+    /// on the very same net.
+    #[arg(long)]
+    export: Option<PathBuf>,
 }
 
 /// Input planes of `n` positions of game `G` from a deterministic walk of legal moves.
@@ -94,13 +101,26 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         GameKind::Janggi => positions::<janggi::Game>(n),
     };
     let net = Net::seeded_for(c, encoding, &device, 1);
+    if let Some(dir) = &args.export {
+        xiangqi_nn::export::export_net(&net, &Manifest::new(c, &encoding), dir)
+            .with_context(|| format!("exporting the measured net to {}", dir.display()))?;
+        outln!("exported the measured net to {}", dir.display());
+    }
     let folded = InferenceNet::from_net(&net, &device).context("folding the network")?;
+    let burn = folded.clone().with_path(InferencePath::Backend);
     for batch in [64, 256, 1024] {
         let planes = positions(batch);
+        let mut out = Logits::empty(encoding.policy_size);
         let r = rate(args.seconds, batch, || {
-            folded.predict(planes.clone()).map(|_| ()).map_err(Into::into)
+            folded.predict_into(&planes, &mut out).map_err(Into::into)
         })?;
         outln!("inference  batch {batch:>5}: {r:>10.0} positions/s");
+        if folded.path() == InferencePath::Kernels {
+            let r = rate(args.seconds, batch, || {
+                burn.predict(planes.clone()).map(|_| ()).map_err(Into::into)
+            })?;
+            outln!("inference (burn) {batch:>5}: {r:>10.0} positions/s");
+        }
     }
     let n = config.run.batch_size;
     let planes = positions(n);

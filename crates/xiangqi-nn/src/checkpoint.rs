@@ -279,7 +279,9 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    pub(crate) fn new(network: &NetConfig, encoding: &Encoding) -> Manifest {
+    /// The manifest of a fresh net of this shape and encoding: step and samples 0, no training
+    /// state, no files listed yet.
+    pub fn new(network: &NetConfig, encoding: &Encoding) -> Manifest {
         Manifest {
             format_version: FORMAT_VERSION,
             game: encoding.game,

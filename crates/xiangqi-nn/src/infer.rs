@@ -4,19 +4,26 @@
 //! [`InferenceNet::from_net`] turns every convolution + batch normalisation (running statistics)
 //! into one convolution with a bias: `w' = w · γ / √(σ² + ε)`, `b' = β − μ · γ / √(σ² + ε)`. The
 //! folded net computes what [`Net::forward`] computes in inference mode (up to rounding), with
-//! fewer passes over the activations, and lives on a plain (non-autodiff) device.
+//! fewer passes over the activations.
 //!
-//! Its activations are channels-last (`[B · 90, C]`), and each 3 × 3 convolution is one matrix
-//! product of the im2col rows (`[B · 90, 9 · C]`, built by one strided copy of the zero-padded
-//! board) with the folded weights (`[9 · C, C']`), which keeps the backend on its fastest
-//! kernel (a large GEMM) and the weights pre-arranged. On the CPU backend a large batch runs in
-//! chunks of [`CPU_CHUNK`] positions, in parallel, so that each chunk's activations stay in
-//! cache.
+//! It computes on one of two paths ([`InferencePath`]):
+//! * **Kernels** (the default on the CPU device): this crate's CPU kernels over host copies of
+//!   the folded weights ([`crate::kernels`]: channels-last activations on a zero-bordered
+//!   board, each layer one register-tiled matrix product with its bias, residual and ReLU
+//!   fused, AVX-512 where the CPU has it, no allocation per call once the buffers are grown).
+//! * **Backend** (the default on every other device): burn's tensor operations on the net's
+//!   device. Activations are channels-last (`[B · 90, C]`), and each 3 × 3 convolution is one
+//!   matrix product of the im2col rows (`[B · 90, 9 · C]`) with the folded weights
+//!   (`[9 · C, C']`).
 //!
-//! [`NnEvaluator`] encodes a batch of games straight into the buffer that becomes the input
-//! tensor (moved, not copied), runs one forward pass, and reads the logits of each request's
-//! legal moves only: the prior is the softmax over those (zero elsewhere, summing to 1), and the
-//! value is `P(win) − P(loss)` from the WDL softmax.
+//! On the CPU a large batch runs in chunks of [`CPU_CHUNK`] positions, in parallel, so that
+//! each chunk's activations stay in cache.
+//!
+//! [`NnEvaluator`] encodes a batch of games into a buffer it keeps, runs one forward pass, and
+//! reads the logits of each request's legal moves only: the prior is the softmax over those
+//! (zero elsewhere, summing to 1), and the value is `P(win) − P(loss)` from the WDL softmax.
+
+use std::sync::Arc;
 
 use burn::module::Module;
 use burn::tensor::activation::{relu, sigmoid};
@@ -28,6 +35,7 @@ use xiangqi_search::{Encoding, EvalBuffer, EvalRequest, Evaluator, GameEnv};
 
 use crate::config::NetConfig;
 use crate::error::NnError;
+use crate::kernels::{HostBlock, HostNet, Packed};
 use crate::model::{ConvBn, Net, NetOutput, WDL};
 
 /// Reads a float tensor back to the host.
@@ -77,6 +85,11 @@ impl HostConv {
         self.bias.extend_from_slice(&other.bias);
         self.shape[0] += other.shape[0];
         self
+    }
+
+    /// The weights packed for this crate's CPU kernels.
+    fn to_packed(&self) -> Packed {
+        Packed::conv(&self.weight, &self.bias, self.shape)
     }
 
     /// The weights as a `[k · k · in, out]` matrix whose rows follow the order of a
@@ -138,15 +151,19 @@ struct Dense {
     bias: Tensor<2>,
 }
 
-impl Dense {
+/// A linear layer's weights on the host: `[in, out]` row-major and `[out]`.
+struct HostLinear {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+    inputs: usize,
+    outputs: usize,
+}
+
+impl HostLinear {
     /// From a linear layer; with `board_channels = Some(c)`, a layer over flattened
     /// channels-first `[c, 90]` features whose rows are reordered for channels-last `[90, c]`
     /// features.
-    fn from_linear(
-        l: &burn::nn::Linear,
-        board_channels: Option<usize>,
-        device: &Device,
-    ) -> Result<Dense, NnError> {
+    fn read(l: &burn::nn::Linear, board_channels: Option<usize>) -> Result<HostLinear, NnError> {
         let [inputs, outputs] = l.weight.val().dims();
         let mut weight = to_vec(l.weight.val())?;
         if let Some(c) = board_channels {
@@ -163,12 +180,25 @@ impl Dense {
             Some(b) => to_vec(b.val())?,
             None => vec![0.0; outputs],
         };
-        Ok(Dense {
-            weight: Tensor::from_data(TensorData::new(weight, [inputs, outputs]), device),
-            bias: Tensor::from_data(TensorData::new(bias, [1, outputs]), device),
-        })
+        Ok(HostLinear { weight, bias, inputs, outputs })
     }
 
+    fn to_packed(&self) -> Packed {
+        Packed::dense(&self.weight, &self.bias, self.inputs, self.outputs)
+    }
+
+    fn to_device(&self, device: &Device) -> Dense {
+        Dense {
+            weight: Tensor::from_data(
+                TensorData::new(self.weight.clone(), [self.inputs, self.outputs]),
+                device,
+            ),
+            bias: Tensor::from_data(TensorData::new(self.bias.clone(), [1, self.outputs]), device),
+        }
+    }
+}
+
+impl Dense {
     fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         x.matmul(self.weight.clone()) + self.bias.clone()
     }
@@ -186,11 +216,21 @@ struct FoldedBlock {
     se: Option<(Dense, Dense)>,
 }
 
-/// Batches larger than this run through the CPU backend in chunks of this size, in parallel on
-/// the rayon pool: the activations and im2col rows of a chunk stay in cache, and the chunks'
-/// single-threaded steps overlap. (Measured on 2 cores for the 6 × 64 net: chunks of 8–16
-/// beat 32 by about 10 % and one pass over 256 positions by about 40 %.)
-pub const CPU_CHUNK: usize = 8;
+/// The most positions of one chunk on the CPU device (the default of
+/// [`InferenceNet::chunk_size`] there): a larger batch is split into chunks, as many as a
+/// multiple of the rayon pool's threads on [`InferencePath::Kernels`] and all about equal, run
+/// in parallel on the pool, so that each chunk's activations stay in cache.
+pub const CPU_CHUNK: usize = 16;
+
+/// How [`InferenceNet::predict`] computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InferencePath {
+    /// This crate's CPU kernels ([`crate::kernels`]): on the host, whatever the device the net
+    /// was folded onto. The default on the CPU device.
+    Kernels,
+    /// Burn's tensor operations on the net's device. The default on every other device.
+    Backend,
+}
 
 /// The network folded for inference (see the [module documentation](self)).
 #[derive(Debug, Clone)]
@@ -202,6 +242,9 @@ pub struct InferenceNet {
     policy_fc: Dense,
     value_fc1: Dense,
     value_fc2: Dense,
+    /// The same folded weights packed for the CPU kernels.
+    host: Arc<HostNet>,
+    path: InferencePath,
     config: NetConfig,
     encoding: Encoding,
     device: Device,
@@ -211,7 +254,9 @@ pub struct InferenceNet {
 impl InferenceNet {
     /// Folds `net` (its weights and batch-norm running statistics) and puts the result on
     /// `device`, which should be a plain device such as `Device::flex()`; an autodiff device is
-    /// replaced by its plain inner device.
+    /// replaced by its plain inner device. On the CPU device [`InferenceNet::predict`] runs
+    /// this crate's kernels ([`InferencePath::Kernels`]), elsewhere burn's operations on the
+    /// device.
     ///
     /// # Errors
     /// [`NnError::Read`] if the weights cannot be read from the device they live on.
@@ -221,8 +266,9 @@ impl InferenceNet {
         // step (burn's running state lags one update behind until synced).
         let net = &net.valid();
         let f = net.config.filters;
-        let input = HostConv::fold(&net.input)?.to_matmul(&device);
+        let input = HostConv::fold(&net.input)?;
         let mut tower = Vec::with_capacity(net.tower.len());
+        let mut host_tower = Vec::with_capacity(net.tower.len());
         for block in &net.tower {
             let mut conv1 = HostConv::fold(&block.conv1)?;
             let mut pool = None;
@@ -230,38 +276,77 @@ impl InferenceNet {
                 let g = HostConv::fold(&p.conv)?;
                 let channels = g.shape[0];
                 conv1 = conv1.concat(g);
-                pool = Some((channels, Dense::from_linear(&p.fc, None, &device)?));
+                pool = Some((channels, HostLinear::read(&p.fc, None)?));
             }
             debug_assert_eq!(conv1.shape[0], f + pool.as_ref().map_or(0, |p| p.0));
             let se = match &block.se {
-                Some(se) => Some((
-                    Dense::from_linear(&se.fc1, None, &device)?,
-                    Dense::from_linear(&se.fc2, None, &device)?,
-                )),
+                Some(se) => {
+                    Some((HostLinear::read(&se.fc1, None)?, HostLinear::read(&se.fc2, None)?))
+                }
                 None => None,
             };
+            let conv2 = HostConv::fold(&block.conv2)?;
+            host_tower.push(HostBlock {
+                conv1: conv1.to_packed(),
+                conv2: conv2.to_packed(),
+                pool: pool.as_ref().map(|(g, fc)| (*g, fc.to_packed())),
+                se: se.as_ref().map(|(a, b)| (a.to_packed(), b.to_packed())),
+            });
             tower.push(FoldedBlock {
                 conv1: conv1.to_matmul(&device),
-                conv2: HostConv::fold(&block.conv2)?.to_matmul(&device),
-                pool,
-                se,
+                conv2: conv2.to_matmul(&device),
+                pool: pool.map(|(g, fc)| (g, fc.to_device(&device))),
+                se: se.map(|(a, b)| (a.to_device(&device), b.to_device(&device))),
             });
         }
         let c = &net.config;
-        let chunk = if device == Device::flex() { CPU_CHUNK } else { usize::MAX };
+        let policy_conv = HostConv::fold(&net.policy_conv)?;
+        let value_conv = HostConv::fold(&net.value_conv)?;
+        let policy_fc = HostLinear::read(&net.policy_fc, Some(c.policy_channels))?;
+        let value_fc1 = HostLinear::read(&net.value_fc1, Some(c.value_channels))?;
+        let value_fc2 = HostLinear::read(&net.value_fc2, None)?;
+        let host = HostNet {
+            planes: net.encoding.planes,
+            filters: f,
+            policy_size: net.encoding.policy_size,
+            input: input.to_packed(),
+            tower: host_tower,
+            policy_conv: policy_conv.to_packed(),
+            value_conv: value_conv.to_packed(),
+            policy_fc: policy_fc.to_packed(),
+            value_fc1: value_fc1.to_packed(),
+            value_fc2: value_fc2.to_packed(),
+        };
+        debug_assert_eq!(host.value_fc2.outputs(), WDL);
+        let cpu = device == Device::flex();
         Ok(InferenceNet {
-            input,
+            input: input.to_matmul(&device),
             tower,
-            policy_conv: HostConv::fold(&net.policy_conv)?.to_matmul(&device),
-            value_conv: HostConv::fold(&net.value_conv)?.to_matmul(&device),
-            policy_fc: Dense::from_linear(&net.policy_fc, Some(c.policy_channels), &device)?,
-            value_fc1: Dense::from_linear(&net.value_fc1, Some(c.value_channels), &device)?,
-            value_fc2: Dense::from_linear(&net.value_fc2, None, &device)?,
+            policy_conv: policy_conv.to_matmul(&device),
+            value_conv: value_conv.to_matmul(&device),
+            policy_fc: policy_fc.to_device(&device),
+            value_fc1: value_fc1.to_device(&device),
+            value_fc2: value_fc2.to_device(&device),
+            host: Arc::new(host),
+            path: if cpu { InferencePath::Kernels } else { InferencePath::Backend },
             config: net.config.clone(),
             encoding: net.encoding,
             device,
-            chunk,
+            chunk: if cpu { CPU_CHUNK } else { usize::MAX },
         })
+    }
+
+    /// How [`InferenceNet::predict`] computes.
+    pub fn path(&self) -> InferencePath {
+        self.path
+    }
+
+    /// Sets [`InferenceNet::path`]. [`InferencePath::Kernels`] computes on the host's CPU even
+    /// for a net folded onto another device.
+    #[must_use]
+    pub fn with_path(mut self, path: InferencePath) -> InferenceNet {
+        self.path = path;
+        self
     }
 
     /// The configuration of the network this was folded from.
@@ -280,7 +365,7 @@ impl InferenceNet {
     }
 
     /// The most positions [`InferenceNet::forward`] runs through the network at once: a larger
-    /// batch is split into chunks of this size ([`CPU_CHUNK`] on the CPU backend, unlimited on
+    /// batch is split into chunks of at most this size ([`CPU_CHUNK`] on the CPU, unlimited on
     /// other devices).
     pub fn chunk_size(&self) -> usize {
         self.chunk
@@ -364,8 +449,8 @@ impl InferenceNet {
         }
     }
 
-    /// Runs the network on planes laid end to end in a host buffer (moved into the input
-    /// tensor, not copied) and reads the logits back.
+    /// Runs the network on planes laid end to end in a host buffer and reads the logits back
+    /// (on [`InferencePath::Backend`] the buffer is moved into the input tensor, not copied).
     ///
     /// # Shapes
     /// `planes`: `[B, PLANES, 10, 9]` flattened, `B · INPUT_SIZE` floats (`INPUT_SIZE` = the
@@ -375,24 +460,64 @@ impl InferenceNet {
     /// [`NnError::Batch`] if the length is not a multiple of `INPUT_SIZE`;
     /// [`NnError::Read`] if the device fails.
     pub fn predict(&self, planes: Vec<f32>) -> Result<Logits, NnError> {
-        let input_size = self.encoding.input_size();
+        let mut out = Logits::empty(self.encoding.policy_size);
+        match self.path {
+            InferencePath::Kernels => self.predict_into(&planes, &mut out)?,
+            InferencePath::Backend => {
+                let batch = self.batch_of(planes.len())?;
+                if batch > 0 {
+                    let input = Tensor::from_data(
+                        TensorData::new(
+                            planes,
+                            [batch, self.encoding.planes, PLANE_RANKS, PLANE_FILES],
+                        ),
+                        &self.device,
+                    );
+                    let logits = self.forward(input);
+                    out = Logits {
+                        batch,
+                        policy_size: self.encoding.policy_size,
+                        policy: to_vec(logits.policy)?,
+                        wdl: to_vec(logits.wdl)?,
+                    };
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`InferenceNet::predict`] into `out`, whose buffers are reused (on
+    /// [`InferencePath::Kernels`] a call allocates nothing once they are large enough).
+    ///
+    /// # Shapes
+    /// As [`InferenceNet::predict`].
+    ///
+    /// # Errors
+    /// As [`InferenceNet::predict`].
+    pub fn predict_into(&self, planes: &[f32], out: &mut Logits) -> Result<(), NnError> {
+        let batch = self.batch_of(planes.len())?;
         let policy_size = self.encoding.policy_size;
-        if !planes.len().is_multiple_of(input_size) {
+        if self.path == InferencePath::Backend {
+            *out = self.predict(planes.to_vec())?;
+            return Ok(());
+        }
+        out.batch = batch;
+        out.policy_size = policy_size;
+        out.policy.resize(batch * policy_size, 0.0);
+        out.wdl.resize(batch * WDL, 0.0);
+        self.host.forward_into(planes, &mut out.policy, &mut out.wdl, self.chunk);
+        Ok(())
+    }
+
+    /// The batch size of `len` plane floats.
+    fn batch_of(&self, len: usize) -> Result<usize, NnError> {
+        let input_size = self.encoding.input_size();
+        if !len.is_multiple_of(input_size) {
             return Err(NnError::Batch(format!(
-                "{} plane floats is not a multiple of {input_size}",
-                planes.len()
+                "{len} plane floats is not a multiple of {input_size}"
             )));
         }
-        let batch = planes.len() / input_size;
-        if batch == 0 {
-            return Ok(Logits { batch, policy_size, policy: Vec::new(), wdl: Vec::new() });
-        }
-        let input = Tensor::from_data(
-            TensorData::new(planes, [batch, self.encoding.planes, PLANE_RANKS, PLANE_FILES]),
-            &self.device,
-        );
-        let out = self.forward(input);
-        Ok(Logits { batch, policy_size, policy: to_vec(out.policy)?, wdl: to_vec(out.wdl)? })
+        Ok(len / input_size)
     }
 }
 
@@ -416,6 +541,11 @@ pub struct Logits {
 }
 
 impl Logits {
+    /// No positions yet (buffers for [`InferenceNet::predict_into`]).
+    pub fn empty(policy_size: usize) -> Logits {
+        Logits { batch: 0, policy_size, policy: Vec::new(), wdl: Vec::new() }
+    }
+
     /// The policy logits of position `i`.
     ///
     /// # Panics
@@ -476,12 +606,16 @@ pub fn legal_softmax<G: GameEnv>(
 #[derive(Debug, Clone)]
 pub struct NnEvaluator {
     net: InferenceNet,
+    /// The batch's planes and logits, reused across calls.
+    planes: Vec<f32>,
+    logits: Logits,
 }
 
 impl NnEvaluator {
     /// An evaluator over `net`.
     pub fn new(net: InferenceNet) -> NnEvaluator {
-        NnEvaluator { net }
+        let logits = Logits::empty(net.encoding().policy_size);
+        NnEvaluator { net, planes: Vec::new(), logits }
     }
 
     /// The network.
@@ -494,13 +628,13 @@ impl NnEvaluator {
         self.net = net;
     }
 
-    /// Encodes the requests' games into one buffer of planes, `[B, PLANES, 10, 9]`.
-    fn encode<G: GameEnv>(batch: &[EvalRequest<'_, G>]) -> Vec<f32> {
-        let mut planes = vec![0.0; batch.len() * G::INPUT_SIZE];
+    /// Encodes the requests' games into `planes`, `[B, PLANES, 10, 9]`.
+    fn encode<G: GameEnv>(batch: &[EvalRequest<'_, G>], planes: &mut Vec<f32>) {
+        planes.clear();
+        planes.resize(batch.len() * G::INPUT_SIZE, 0.0);
         for (r, chunk) in batch.iter().zip(planes.chunks_exact_mut(G::INPUT_SIZE)) {
             r.game.encode_planes(chunk);
         }
-        planes
     }
 }
 
@@ -529,7 +663,9 @@ impl<G: GameEnv> Evaluator<G> for NnEvaluator {
                 G::KIND
             )));
         }
-        let logits = self.net.predict(Self::encode(batch))?;
+        Self::encode(batch, &mut self.planes);
+        self.net.predict_into(&self.planes, &mut self.logits)?;
+        let logits = &self.logits;
         for (i, (r, (priors, value))) in batch.iter().zip(out.entries_mut()).enumerate() {
             legal_softmax::<G>(logits.policy(i), r.moves, r.game.turn(), priors)?;
             let [w, _d, l] = logits.wdl_probabilities(i);

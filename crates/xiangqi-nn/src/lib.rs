@@ -20,7 +20,8 @@
 //! Training needs an autodiff device (`device.autodiff()`, done by [`Trainer`]); inference runs
 //! on the plain device. CPU threads are the global rayon pool's, which the binary configures.
 //!
-//! On the CPU backend, [`InferenceNet`] runs large batches in parallel chunks of
+//! On the CPU, [`InferenceNet`] runs this crate's own kernels ([`kernels`]: AVX-512 or AVX2 +
+//! FMA chosen at run time, no allocation per call) on parallel chunks of at most
 //! [`infer::CPU_CHUNK`] positions, and `micro_batch = 64` in [`TrainConfig`] makes training
 //! faster (ghost batch normalisation; see [`TrainConfig::micro_batch`]).
 //!
@@ -52,6 +53,7 @@ pub mod device;
 pub mod error;
 pub mod export;
 pub mod infer;
+pub mod kernels;
 pub mod model;
 pub mod train;
 
@@ -59,7 +61,7 @@ pub use burn::tensor::Device;
 pub use checkpoint::{CheckpointError, Manifest};
 pub use config::{ConfigError, GlobalKind, LrSchedule, NetConfig, OptimizerKind, TrainConfig};
 pub use error::NnError;
-pub use infer::{InferenceNet, Logits, NnEvaluator};
+pub use infer::{InferenceNet, InferencePath, Logits, NnEvaluator};
 pub use model::{Net, NetOutput, WDL};
 pub use train::{StepMetrics, TrainBatch, Trainer};
 

@@ -554,3 +554,102 @@ fn a_value_weight_of_zero_teaches_the_value_head_nothing() {
     let m = trainer.step(&b).unwrap();
     assert!(m.value_loss > 0.3, "{m:?}");
 }
+
+/// Input planes of `n` positions of game `G` along a pseudo-random line of legal moves.
+fn real_planes<G: xiangqi_search::GameEnv>(n: usize, seed: u64) -> Vec<f32> {
+    let new = || G::new_game(G::start_position(G::default_rules()), G::default_rules());
+    let mut game = new();
+    let mut state = seed;
+    let mut out = vec![0.0; n * G::INPUT_SIZE];
+    for chunk in out.chunks_exact_mut(G::INPUT_SIZE) {
+        game.encode_planes(chunk);
+        let moves = game.legal_moves_vec();
+        if moves.is_empty() || game.moves().len() > 150 {
+            game = new();
+            continue;
+        }
+        state =
+            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        SearchGame::play(&mut game, moves[(state >> 33) as usize % moves.len()]);
+    }
+    out
+}
+
+/// The CPU kernels (the default path on the CPU) against burn's operations on the same folded
+/// net: every architecture option, filter counts that are and are not a multiple of the SIMD
+/// width, both games, real positions and random planes, batches that fill and split chunks.
+/// Both compute the same sums in another order: they agree within 1e-4 of the logits' scale.
+#[test]
+fn the_cpu_kernels_compute_what_the_backend_computes() {
+    use xiangqi_nn::InferencePath;
+    use xiangqi_search::Encoding;
+    let device = cpu_device();
+    let nets = [
+        (NetConfig::new(2, 24), GlobalKind::None),
+        (
+            NetConfig { policy_channels: 3, value_channels: 1, ..NetConfig::new(1, 20) },
+            GlobalKind::None,
+        ),
+        (
+            NetConfig { global_channels: 8, global_every: 1, ..NetConfig::new(2, 16) },
+            GlobalKind::SqueezeExcitation,
+        ),
+        (
+            NetConfig { global_channels: 6, global_every: 2, ..NetConfig::new(2, 40) },
+            GlobalKind::GlobalPooling,
+        ),
+    ];
+    for (game, encoding) in
+        [("xiangqi", Encoding::of::<Game>()), ("janggi", Encoding::of::<xiangqi::janggi::Game>())]
+    {
+        for (i, (config, global)) in nets.iter().enumerate() {
+            let config = NetConfig { global: *global, ..config.clone() };
+            // A few steps so that the folded batch-norm statistics are not the initial ones.
+            let mut trainer =
+                Trainer::for_encoding(&config, encoding, &no_warmup(), &device, 7 + i as u64)
+                    .unwrap();
+            let planes = match game {
+                "xiangqi" => real_planes::<Game>(40, i as u64),
+                _ => real_planes::<xiangqi::janggi::Game>(40, i as u64),
+            };
+            let mut b = TrainBatch::for_encoding(encoding, 16);
+            for (j, p) in planes.chunks_exact(encoding.input_size()).take(16).enumerate() {
+                let mut policy = vec![0.0; encoding.policy_size];
+                policy[(j * 131 + 7) % encoding.policy_size] = 1.0;
+                b.push(p, &policy, [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]][j % 2], true);
+            }
+            for _ in 0..3 {
+                trainer.step(&b).unwrap();
+            }
+            let folded = trainer.inference_net(&device).unwrap();
+            assert_eq!(folded.path(), InferencePath::Kernels);
+            let backend = folded.clone().with_path(InferencePath::Backend);
+            let mut state = 12345u32 + i as u32;
+            let random: Vec<f32> = (0..23 * encoding.input_size())
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 17;
+                    state ^= state << 5;
+                    (state % 1000) as f32 / 1000.0
+                })
+                .collect();
+            for (what, input) in [("positions", &planes[..]), ("random planes", &random[..])] {
+                for n in [1, 9, input.len() / encoding.input_size()] {
+                    let x = &input[..n * encoding.input_size()];
+                    let a = folded.predict(x.to_vec()).unwrap();
+                    let e = backend.predict(x.to_vec()).unwrap();
+                    assert_eq!(
+                        (a.batch, a.policy.len(), a.wdl.len()),
+                        (e.batch, e.policy.len(), e.wdl.len())
+                    );
+                    let scale = e.policy.iter().chain(&e.wdl).fold(1.0f32, |m, v| m.max(v.abs()));
+                    let d = max_abs_diff(&a.policy, &e.policy).max(max_abs_diff(&a.wdl, &e.wdl));
+                    assert!(
+                        d <= 1e-4 * scale,
+                        "{game}, net {i} ({global:?}), {what}, batch {n}: differ by {d} (scale {scale})"
+                    );
+                }
+            }
+        }
+    }
+}
