@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Runs an `xqz export` directory with numpy alone and checks it against the export's test vector.
 
-An independent implementation of the forward pass described in model.json (convolutions,
+First every file that manifest.toml lists is checked against its recorded size and FNV-1a 64
+checksum (a damaged file is named with what was expected and found, exit status 1). Then an
+independent implementation of the forward pass described in model.json (convolutions,
 batch normalisation in eval mode, residual blocks with optional global pooling or
 squeeze-excitation, the policy and WDL heads), reading the weights from model.safetensors.
 
@@ -12,6 +14,8 @@ Prints the largest difference from the logits xqz computed and exits with status
 """
 
 import json
+import os
+import re
 import sys
 
 import numpy as np
@@ -71,8 +75,70 @@ def forward(weights, desc, planes):
     return policy, wdl
 
 
+def fnv1a64(path):
+    """FNV-1a, 64 bits, of a file's bytes, written as the manifest writes it."""
+    h = 0xCBF29CE484222325
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            for b in chunk:
+                h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"fnv1a64:{h:016x}"
+
+
+def manifest_files(path):
+    """The [[files]] entries of a manifest: name, size and checksum of each."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11: the manifest's own simple layout, read line by line.
+        files = []
+        for line in raw.decode("utf-8").splitlines():
+            line = line.strip()
+            if line == "[[files]]":
+                files.append({})
+            elif line.startswith("["):
+                files.append(None)
+            elif files and files[-1] is not None:
+                m = re.fullmatch(r'(name|size|checksum)\s*=\s*(?:"([^"]*)"|(\d+))', line)
+                if m:
+                    files[-1][m.group(1)] = m.group(2) if m.group(2) is not None else int(m.group(3))
+        return [f for f in files if f is not None]
+    return tomllib.loads(raw.decode("utf-8")).get("files", [])
+
+
+def check_files(directory):
+    """Every file the manifest lists has its recorded size and checksum, or the script exits."""
+    manifest = os.path.join(directory, "manifest.toml")
+    try:
+        files = manifest_files(manifest)
+    except (OSError, ValueError) as e:
+        sys.exit(f"{manifest}: not an xqz export manifest ({e})")
+    names = [f.get("name") for f in files]
+    for needed in ("model.json", "model.safetensors"):
+        if needed not in names:
+            sys.exit(f"{manifest}: lists no {needed}; not an xqz export")
+    for f in files:
+        if not all(k in f for k in ("name", "size", "checksum")):
+            sys.exit(f"{manifest}: a [[files]] entry without name, size and checksum: {f}")
+        path = os.path.join(directory, f["name"])
+        try:
+            size = os.path.getsize(path)
+        except OSError as e:
+            sys.exit(f"{path}: missing or unreadable, the manifest lists it ({e})")
+        if size != f["size"]:
+            sys.exit(f"{path}: {size} bytes, the manifest says {f['size']}: the file is "
+                     + ("truncated" if size < f["size"] else "longer than written"))
+        found = fnv1a64(path)
+        if found != f["checksum"]:
+            sys.exit(f"{path}: checksum {found}, the manifest says {f['checksum']}: "
+                     "the file is corrupted")
+    return len(files)
+
+
 def main():
     directory = sys.argv[1] if len(sys.argv) > 1 else "export"
+    checked = check_files(directory)
     try:
         desc = json.load(open(f"{directory}/model.json"))
         raw = load_file(f"{directory}/model.safetensors")
@@ -91,7 +157,7 @@ def main():
     e = np.exp(wdl - wdl.max())
     w, d, l = e / e.sum()
     best = desc["policy"]["moves"][int(np.argmax(policy))]
-    print(f"{len(weights)} tensors; start position: W/D/L {w:.3f}/{d:.3f}/{l:.3f}, "
+    print(f"{checked} files match the manifest; {len(weights)} tensors; start position: W/D/L {w:.3f}/{d:.3f}/{l:.3f}, "
           f"top policy move {best}; max difference from xqz: policy {dp:.2e}, wdl {dw:.2e}")
     sys.exit(0 if max(dp, dw) < 1e-3 else 1)
 

@@ -590,6 +590,20 @@ pub(crate) fn read_checked(
     Ok(bytes)
 }
 
+/// Checks the size and checksum of every file the manifest lists except those named in
+/// `loaded`, which the caller reads itself with [`read_checked`]: a loader refuses a damaged
+/// file it does not use as well as one it does.
+pub(crate) fn check_other_files(
+    dir: &Path,
+    manifest: &Manifest,
+    loaded: &[&str],
+) -> Result<(), CheckpointError> {
+    for f in manifest.files.iter().filter(|f| !loaded.contains(&f.name.as_str())) {
+        read_checked(dir, manifest, &f.name)?;
+    }
+    Ok(())
+}
+
 /// Checks the whole checkpoint: the manifest as [`read_manifest`] does, and every file's size
 /// and checksum.
 ///
@@ -616,17 +630,19 @@ fn load_weights(dir: &Path, manifest: &Manifest, device: &Device) -> Result<Net,
 
 /// Loads the network of a checkpoint (training or weights-only) onto `device`: a plain device
 /// gives a network in inference mode, ready for [`crate::InferenceNet::from_net`]. If `expected`
-/// is given, the checkpoint must hold that network.
+/// is given, the checkpoint must hold that network. Every file the manifest lists is checked,
+/// not only the weights (an export's safetensors and JSON description, a training
+/// checkpoint's optimizer state).
 ///
 /// # Errors
-/// Every refusal of [`verify`] (for the manifest and the weights), and
-/// [`CheckpointError::Load`].
+/// Every refusal of [`verify`], and [`CheckpointError::Load`].
 pub fn load_net(
     dir: &Path,
     expected: Option<&NetConfig>,
     device: &Device,
 ) -> Result<(Net, Manifest), CheckpointError> {
     let manifest = read_manifest(dir, expected)?;
+    check_other_files(dir, &manifest, &[MODEL_FILE])?;
     let net = load_weights(dir, &manifest, device)?;
     let net = if device.is_autodiff() { net } else { net.valid() };
     Ok((net, manifest))
@@ -666,6 +682,7 @@ pub fn load_trainer(
             reason: "missing or malformed [rng] section".into(),
         }
     })?;
+    check_other_files(dir, &manifest, &[MODEL_FILE, OPTIMIZER_FILE])?;
     let device = if device.is_autodiff() { device.clone() } else { device.clone().autodiff() };
     let net = load_weights(dir, &manifest, &device)?;
     let optim = read_checked(dir, &manifest, OPTIMIZER_FILE)?;
@@ -686,6 +703,79 @@ mod tests {
     fn fnv_reference_values() {
         assert_eq!(fnv1a64(b""), "fnv1a64:cbf29ce484222325");
         assert_eq!(fnv1a64(b"a"), "fnv1a64:af63dc4c8601ec8c");
+    }
+
+    /// A copy of the checkpoint `from` with one byte of `file` flipped.
+    fn flipped_copy(from: &Path, to: &Path, file: &str) {
+        fs::create_dir_all(to).unwrap();
+        for e in fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+        let path = to.join(file);
+        let mut bytes = fs::read(&path).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x01;
+        fs::write(&path, &bytes).unwrap();
+    }
+
+    #[test]
+    fn loading_a_net_checks_every_file_the_manifest_lists() {
+        let dir = std::env::temp_dir().join(format!("xqz-ckpt-unit-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let device = crate::cpu_device();
+        let net = Net::seeded(&NetConfig::new(1, 8), &device, 3).valid();
+        // A weights-only checkpoint with a second data file (as an export has), and a training
+        // checkpoint.
+        let weights = dir.join("weights");
+        let model = model_bytes(&net).unwrap();
+        let extra = b"a file the net does not load, listed by the manifest".to_vec();
+        let manifest = Manifest::new(net.config(), &net.encoding);
+        write_atomically(&weights, manifest, &[(MODEL_FILE, &model), ("extra.bin", &extra)])
+            .unwrap();
+        let training = dir.join("training");
+        let trainer =
+            Trainer::new(&NetConfig::new(1, 8), &TrainConfig::default(), &device, 3).unwrap();
+        save_trainer(&trainer, &training, &BTreeMap::new()).unwrap();
+        for (source, file) in [
+            (&weights, MODEL_FILE),
+            (&weights, "extra.bin"),
+            (&training, MODEL_FILE),
+            (&training, OPTIMIZER_FILE),
+        ] {
+            assert!(load_net(source, None, &device).is_ok(), "the unmodified {file} loads");
+            let damaged =
+                dir.join(format!("damaged-{}", TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)));
+            flipped_copy(source, &damaged, file);
+            let expected = read_manifest(&damaged, None)
+                .unwrap()
+                .files
+                .into_iter()
+                .find(|f| f.name == file)
+                .unwrap()
+                .checksum;
+            let found = fnv1a64(&fs::read(damaged.join(file)).unwrap());
+            assert_ne!(found, expected, "the flip changes the checksum");
+            let err = load_net(&damaged, None, &device).map(|_| ()).unwrap_err();
+            match &err {
+                CheckpointError::Corrupted { path, found: f, expected: x } => {
+                    assert_eq!(path, &damaged.join(file), "{err}");
+                    assert_eq!((f, x), (&found, &expected), "{err}");
+                }
+                other => panic!("{file}: {other}"),
+            }
+            let text = err.to_string();
+            assert!(
+                text.contains(file) && text.contains(&expected) && text.contains(&found),
+                "{text}"
+            );
+        }
+        // Resuming checks them too.
+        let damaged = dir.join("damaged-training-model");
+        flipped_copy(&training, &damaged, MODEL_FILE);
+        let err = load_trainer(&damaged, None, None, &device).map(|_| ()).unwrap_err();
+        assert!(matches!(err, CheckpointError::Corrupted { .. }), "{err}");
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -13,8 +13,9 @@
 //! ```
 //!
 //! The directory is a weights-only checkpoint ([`crate::checkpoint::load_net`] and
-//! [`crate::checkpoint::verify`] accept it, and the manifest checksums all three data files), and
-//! it is written like one: into a temporary sibling, synced, then renamed into place.
+//! [`crate::checkpoint::verify`] accept it, and the manifest checksums all three data files,
+//! each checked whenever the net is loaded), and it is written like one: into a temporary
+//! sibling, synced, then renamed into place.
 //!
 //! # Tensor names and layouts
 //! Names follow the fields of [`Net`], dot-separated as PyTorch's `state_dict` does, so that a
@@ -429,11 +430,13 @@ pub fn export_net(
 ///
 /// # Errors
 /// Every refusal of [`checkpoint::read_manifest`]; [`CheckpointError::MissingFile`],
-/// [`CheckpointError::WrongSize`] or [`CheckpointError::Corrupted`] for the safetensors file;
+/// [`CheckpointError::WrongSize`] or [`CheckpointError::Corrupted`] for any file the manifest
+/// lists;
 /// [`CheckpointError::Load`] when it cannot be parsed, a tensor is missing, extra, not float32
 /// or of the wrong shape.
 pub fn load_safetensors(dir: &Path, device: &Device) -> Result<Net, CheckpointError> {
     let manifest = checkpoint::read_manifest(dir, None)?;
+    checkpoint::check_other_files(dir, &manifest, &[SAFETENSORS_FILE])?;
     let bytes = checkpoint::read_checked(dir, &manifest, SAFETENSORS_FILE)?;
     let path = dir.join(SAFETENSORS_FILE);
     let load_err = |reason: String| CheckpointError::Load { path: path.clone(), reason };
