@@ -424,3 +424,116 @@ fn control_bytes_in_unknown_commands_are_never_echoed_raw() {
     assert!(explained.iter().any(|l| l.contains("frob") && l.contains("\\u{1b}")), "{explained:?}");
     drop(e.stdin);
 }
+
+/// The move of a `bestmove` line, checked legal in `pos` (the side to move's).
+fn assert_legal_at(pos: &Position, bestmove_line: &str) -> String {
+    let mv = word_after(bestmove_line, "bestmove").expect("a move").to_string();
+    let m = pos.parse_uci(&mv).unwrap_or_else(|e| panic!("{bestmove_line}: {e} in {pos}"));
+    assert!(pos.legal_moves().contains(&m), "{bestmove_line}");
+    mv
+}
+
+/// A GUI that does not adjudicate sends moves after the rules have ended the game: the engine
+/// plays every move that is legal as a move and answers for the side to move after the last
+/// one, saying that the rules have ended the game and how.
+#[test]
+fn moves_after_a_verdict_are_played_and_the_engine_answers_for_the_side_to_move() {
+    // The cannons h2-h3, h7-h6 and back, twice: the start position a third time after 8 plies;
+    // then Red plays h2-h3 once more and Black is to move.
+    let moves: Vec<&str> = "h2h3 h7h6 h3h2 h6h7 h2h3 h7h6 h3h2 h6h7 h2h3".split(' ').collect();
+    let mut game = Game::new(Position::start(), RuleSet::Asian);
+    for m in &moves[..8] {
+        assert_eq!(game.outcome(), None, "the game goes on before the 8th ply");
+        game.play(game.position().parse_uci(m).unwrap()).unwrap();
+    }
+    let verdict = game.outcome().expect("the rules end the game with the 8th ply").to_string();
+    assert!(game.play(game.position().parse_uci(moves[8]).unwrap()).is_err(), "game over");
+    let mut after = Position::start();
+    for m in &moves {
+        after.play(after.parse_uci(m).unwrap()).unwrap();
+    }
+    assert_eq!(after.turn(), xiangqi::Color::Black);
+    let board_and_turn = |fen: &str| fen.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    e.send("ucinewgame");
+    e.send(&format!("position startpos moves {}", moves.join(" ")));
+    e.send("d");
+    let d = e.until(Duration::from_secs(5), |l| l.starts_with("info string fen"));
+    let d = d.last().unwrap();
+    assert!(d.contains(&board_and_turn(&after.fen())), "the GUI's position: {d}");
+    assert!(d.contains(&format!("plies 9 outcome {verdict}")), "{d}");
+    e.send("go nodes 20");
+    let (lines, best) = e.bestmove(Duration::from_secs(10));
+    assert_legal_at(&after, &best);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("info string the rules have ended this game")
+                && l.contains(&verdict)),
+        "the verdict is named: {lines:?}"
+    );
+
+    // An illegal move after the verdict (h2 is empty now) is refused as before: the position
+    // is the one before it, still Black to move.
+    e.send(&format!("position startpos moves {} h2h3", moves.join(" ")));
+    let got = e.ready();
+    assert!(got.iter().any(|l| l.starts_with("info string position: move 10 'h2h3'")), "{got:?}");
+    e.send("go nodes 20");
+    let (_, best) = e.bestmove(Duration::from_secs(10));
+    assert_legal_at(&after, &best);
+
+    // Two more moves after the verdict: Red to move again.
+    let mut later = after;
+    let black = assert_legal_at(&after, &best);
+    later.play(later.parse_uci(&black).unwrap()).unwrap();
+    e.send(&format!("position startpos moves {} {black}", moves.join(" ")));
+    e.send("go nodes 20");
+    let (_, best) = e.bestmove(Duration::from_secs(10));
+    assert_legal_at(&later, &best);
+    e.send("quit");
+    assert!(e.finish().success());
+}
+
+/// Janggi: 200 passes end the game by the no-capture limit; a 201st pass makes it Han's turn,
+/// and the engine answers with a Han move.
+#[test]
+fn janggi_moves_after_the_no_capture_limit_are_answered_for_the_side_to_move() {
+    use xiangqi::janggi;
+    let mut game = janggi::Game::new(janggi::Position::start(janggi::Rules::Site));
+    let mut passes = Vec::new();
+    while game.outcome().is_none() && passes.len() < 1000 {
+        let pass = game.position().pass();
+        passes.push(pass.to_string());
+        game.play(pass).unwrap();
+    }
+    let verdict = game.outcome().expect("the no-capture limit ends the game").to_string();
+    assert_eq!(passes.len(), 200, "{verdict}");
+    let mut after = *game.position();
+    let pass = after.pass();
+    passes.push(pass.to_string());
+    after.play(pass).unwrap();
+    assert_eq!(after.turn(), xiangqi::Color::Black, "Han to move");
+
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    e.send("setoption name UCI_Variant value janggi");
+    e.send(&format!("position startpos moves {}", passes.join(" ")));
+    e.send("go nodes 20");
+    let (lines, best) = e.bestmove(Duration::from_secs(10));
+    let mv = word_after(&best, "bestmove").expect("a move");
+    let m = after.parse_uci(mv).unwrap_or_else(|e| panic!("{best}: {e} ({lines:?})"));
+    assert!(after.legal_moves().contains(&m), "{best}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("info string the rules have ended this game")
+                && l.contains(&verdict)),
+        "the verdict is named: {lines:?}"
+    );
+    e.send("quit");
+    assert!(e.finish().success());
+}

@@ -33,6 +33,12 @@
 //! FEN the previous position; for an illegal move the position before it). Lines longer than
 //! 1 MiB are refused. No input makes it panic or hang.
 //!
+//! A GUI that does not adjudicate may send moves after the rules have ended the game (a third
+//! repetition, the move limit): each is still played if it is legal as a move, on the position
+//! without the history up to the verdict, so that the engine always answers for the side to
+//! move in the GUI's position; `go` says in an `info string` that the rules have ended the game,
+//! with the result and reason.
+//!
 //! Scores and limits: see [`crate::uci_search`].
 
 use std::io::{self, BufRead, Read};
@@ -43,8 +49,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use xiangqi::{Game, Move, janggi};
-use xiangqi_search::{Evaluator, GameEnv, GameKind};
+use xiangqi::{Game, Move, Outcome, janggi};
+use xiangqi_search::{Evaluator, GameEnv, GameKind, SearchGame};
 
 use crate::uci_search::{self, Controls, Dialect, Job, Output};
 
@@ -110,7 +116,13 @@ pub struct Engine<E: Evaluator<G> + Send + 'static, G: GameEnv = Game> {
     out: Output,
     dialect: Dialect,
     options: Options<G>,
+    /// The position to search: the GUI's after its last move (see [`play_on`]).
     game: G,
+    /// Where the GUI's game began, and every move of it played so far.
+    start: G::Position,
+    line: Vec<Move>,
+    /// The first verdict of the rules in the GUI's game, and after how many of its moves.
+    verdict: Option<(usize, Outcome)>,
     banned: Vec<Move>,
     evaluator: Arc<Mutex<E>>,
     net_loader: Option<NetLoader<E>>,
@@ -175,10 +187,15 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
     /// An engine at the start position that searches with `evaluator` and writes to `out`.
     pub fn new(evaluator: E, out: Output) -> Engine<E, G> {
         let options = Options::<G>::default();
+        let start = G::start_position(options.rules);
+        let game = G::new_game(start.clone(), options.rules);
         Engine {
             out,
             dialect: Dialect::Uci,
-            game: G::new_game(G::start_position(options.rules), options.rules),
+            verdict: game.outcome().map(|o| (0, o)),
+            game,
+            start,
+            line: Vec::new(),
             options,
             banned: Vec::new(),
             evaluator: Arc::new(Mutex::new(evaluator)),
@@ -230,7 +247,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             "isready" => self.out.line("readyok"),
             "ucinewgame" => {
                 self.stop_search();
-                self.game = G::new_game(G::start_position(self.options.rules), self.options.rules);
+                self.set_game(G::start_position(self.options.rules), &[] as &[&str]);
                 self.banned.clear();
             }
             "setoption" => self.set_option(&rest, raw),
@@ -447,14 +464,45 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
 
     /// Replays the current game under the current rules (after `Rules` changes).
     fn rejudge(&mut self) {
-        let mut game = G::new_game(self.game.start().clone(), self.options.rules);
-        for &m in self.game.moves() {
-            if game.play_checked(m).is_err() {
-                self.info("the game ended earlier under the new rules; later moves dropped");
-                break;
+        let moves: Vec<String> = self.line.iter().map(Move::to_string).collect();
+        if let Some((k, e)) = self.set_game(self.start.clone(), &moves) {
+            self.info(&format!(
+                "move {} '{}' is illegal under the new rules ({e}); later moves dropped",
+                k + 1,
+                moves[k]
+            ));
+        }
+    }
+
+    /// Sets the GUI's game: `start`, then `moves` (UCI text) played as [`play_on`] plays them,
+    /// with the first verdict of the rules among them. Stops before the first move that cannot
+    /// be played and returns its index and why.
+    fn set_game(
+        &mut self,
+        start: G::Position,
+        moves: &[impl AsRef<str>],
+    ) -> Option<(usize, String)> {
+        let mut game = G::new_game(start.clone(), self.options.rules);
+        let mut line = Vec::with_capacity(moves.len());
+        let mut verdict = game.outcome().map(|o| (0, o));
+        let mut refused = None;
+        for (k, text) in moves.iter().enumerate() {
+            match game.parse_move(text.as_ref()).and_then(|m| play_on(&mut game, m).map(|()| m)) {
+                Ok(m) => line.push(m),
+                Err(e) => {
+                    refused = Some((k, e));
+                    break;
+                }
+            }
+            if verdict.is_none() {
+                verdict = game.outcome().map(|o| (k + 1, o));
             }
         }
         self.game = game;
+        self.start = start;
+        self.line = line;
+        self.verdict = verdict;
+        refused
     }
 
     fn set_position(&mut self, words: &[&str]) {
@@ -476,21 +524,14 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                 return;
             }
         };
-        let mut game = G::new_game(start, self.options.rules);
-        if let Some(i) = moves_at {
-            for (k, text) in words[i + 1..].iter().enumerate() {
-                let played = game.parse_move(text).and_then(|m| game.play_checked(m));
-                if let Err(e) = played {
-                    let shown: String = text.chars().take(16).collect();
-                    self.info(&format!(
-                        "position: move {} '{shown}': {e}; position set to the one before it",
-                        k + 1
-                    ));
-                    break;
-                }
-            }
+        let moves = moves_at.map_or(&[] as &[&str], |i| &words[i + 1..]);
+        if let Some((k, e)) = self.set_game(start, moves) {
+            let shown: String = moves[k].chars().take(16).collect();
+            self.info(&format!(
+                "position: move {} '{shown}': {e}; position set to the one before it",
+                k + 1
+            ));
         }
-        self.game = game;
         self.banned.clear();
     }
 
@@ -505,12 +546,12 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
     }
 
     fn display(&self) {
-        let verdict = self.game.outcome().map_or_else(|| "* -".to_string(), |o| o.to_string());
+        let verdict = self.verdict.map_or_else(|| "* -".to_string(), |(_, o)| o.to_string());
         self.info(&format!(
             "fen {} rules {} plies {} outcome {verdict}",
             G::position_fen(self.game.position()),
             self.options.rules,
-            self.game.moves().len()
+            self.line.len()
         ));
     }
 
@@ -622,17 +663,24 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             Dialect::Ucci => "nobestmove",
         };
         let mut root = self.game.clone();
-        if let Some(o) = root.outcome() {
-            if G::position_legal_moves(root.position()).is_empty() {
-                if dialect == Dialect::Uci {
-                    self.out.line("info depth 0 score mate 0");
-                }
-                self.out.line(no_move());
-                return;
+        if root.outcome().is_some() && G::position_legal_moves(root.position()).is_empty() {
+            if dialect == Dialect::Uci {
+                self.out.line("info depth 0 score mate 0");
             }
-            self.info(&format!(
-                "the rules have ended this game ({o}); searching the position without its history"
-            ));
+            self.out.line(no_move());
+            return;
+        }
+        if let Some((at, o)) = self.verdict {
+            let n = self.line.len();
+            let searched = if at == n {
+                "the position without its history".to_string()
+            } else {
+                format!("the position after all {n} moves")
+            };
+            let at = if at == 0 { String::new() } else { format!(" at move {at}") };
+            self.info(&format!("the rules have ended this game{at} ({o}); searching {searched}"));
+        }
+        if root.outcome().is_some() {
             root = root.without_history();
         }
         // The position's moves: `Game::legal_moves` is empty once the rules ended the game.
@@ -732,6 +780,27 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Drop for Engine<E, G> {
     fn drop(&mut self) {
         self.stop_search();
     }
+}
+
+/// Plays `mv`, a legal move in the game's position, as a GUI sends it: once the rules have
+/// ended the game (a GUI that does not adjudicate plays on), the game goes on from the position
+/// without its history, so that the engine's position stays the GUI's.
+///
+/// # Errors
+/// Why the move is illegal.
+fn play_on<G: GameEnv>(game: &mut G, mv: Move) -> Result<(), String> {
+    if game.outcome().is_none() {
+        return game.play_checked(mv).map(drop);
+    }
+    if !G::position_legal_moves(game.position()).contains(&mv) {
+        return Err(format!("{mv} is not a legal move here"));
+    }
+    let mut next = game.without_history();
+    // Legal by the test above; the new game may be over already (dead material), which
+    // `play_checked` would refuse.
+    SearchGame::play(&mut next, mv);
+    *game = next;
+    Ok(())
 }
 
 /// What reading one line found.
