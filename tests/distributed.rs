@@ -10,7 +10,9 @@
 //! * workers switch to newer nets (their shards carry several generations);
 //! * a worker killed with `kill -9` (at random moments, uploads included) leaves no partial
 //!   shard: every shard in the store reads whole;
-//! * the workers' seeds differ (no two workers play the same game).
+//! * the workers' seeds differ (no two workers play the same game);
+//! * a trainer behind its workers reads one shard of each worker in turn (not the lowest
+//!   worker id's alone), and says so in its log and in `metrics.csv`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -325,6 +327,100 @@ fn a_store_has_one_trainer_and_a_waiting_trainer_resumes() {
     let resumed = wait(&mut a, Duration::from_secs(120), "the owner, resumed");
     assert!(resumed.contains("done: 1 iterations"), "{resumed}");
     assert_eq!(fs::read_to_string(Path::new(store).join("models/latest")).unwrap().trim(), "1");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Uploads `counts[k]` shards of `games` games each for worker `workers[k]` (uniform-prior
+/// self-play under the asian rules, played by generation 0), as workers would. Returns each
+/// shard's samples by `(worker, seq)`.
+fn upload_worker_shards(
+    store: &Store,
+    workers: &[u64],
+    counts: &[u64],
+    games: usize,
+) -> BTreeMap<(u64, u64), usize> {
+    use xiangqi_search::{SearchConfig, SelfPlayConfig, SelfPlayEvent, UniformEvaluator};
+    let search = SearchConfig { simulations: 8, cheap_simulations: 4, ..SearchConfig::default() };
+    let selfplay = SelfPlayConfig {
+        games_in_flight: 8,
+        threads: 1,
+        length_cap: 40,
+        rules: Some("asian".into()),
+        ..SelfPlayConfig::default()
+    };
+    let rules = selfplay.rules_for::<xiangqi::Game>().unwrap();
+    let mut records = Vec::new();
+    let total = counts.iter().sum::<u64>() * games as u64;
+    xiangqi_search::play_games::<xiangqi::Game, _, _>(
+        &search,
+        &selfplay,
+        total,
+        &mut UniformEvaluator,
+        |e| {
+            if let SelfPlayEvent::GameFinished(record, _) = e {
+                records.push(record.clone());
+            }
+            Ok(())
+        },
+    )
+    .unwrap();
+    let mut records = records.into_iter();
+    let mut out = BTreeMap::new();
+    for (&worker, &count) in workers.iter().zip(counts) {
+        for seq in 0..count {
+            let mut shard = Shard::new::<xiangqi::Game>(rules);
+            for record in records.by_ref().take(games) {
+                shard.push_game_of(&record, worker, 0);
+            }
+            let bytes = xiangqi_search::write_shard_to(std::io::Cursor::new(Vec::new()), &shard)
+                .unwrap()
+                .into_inner();
+            store.put_new(&xiangqi_train::distributed::shard_key(worker, seq), bytes).unwrap();
+            out.insert((worker, seq), shard.len());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_trainer_behind_its_workers_reads_every_worker_in_turn_and_says_so() {
+    let dir = temp("fair");
+    let config = config(&dir);
+    let store_dir = dir.join("store");
+    let url = store_dir.to_str().unwrap().to_string();
+    let store = Store::open(&url, &[]).unwrap();
+    // A fast worker (the lower id) has uploaded 6 shards of 4 games, a slow one 2.
+    let (fast, slow) = (0x1, 0xffff_0000_0000_0000);
+    let samples = upload_worker_shards(&store, &[fast, slow], &[6, 2], 4);
+    // A window that one iteration fills with the oldest two shards of each worker when it
+    // takes them in turns, and with the fast worker's alone when it takes them in worker order.
+    let window = samples[&(fast, 0)] + samples[&(slow, 0)] + samples[&(fast, 1)] + 1;
+    assert!((0..6).map(|s| samples[&(fast, s)]).sum::<usize>() > window);
+    let text = fs::read_to_string(&config).unwrap();
+    let text = text.replace("window_samples = 4000", &format!("window_samples = {window}"));
+    assert!(text.contains(&format!("window_samples = {window}\n")), "configs/tiny.toml changed");
+    fs::write(&config, text).unwrap();
+
+    let run = dir.join("run");
+    let mut t = trainer(&config, &run, &url, 1, false);
+    let log = wait(&mut t, Duration::from_secs(120), "the trainer");
+    let cursor = consumed_cursor(&run);
+    assert_eq!((cursor.next(fast), cursor.next(slow)), (2, 2), "{log}");
+    assert!(
+        log.contains("the trainer is behind the workers")
+            && log.contains("left 4 shards of 1 worker"),
+        "{log}"
+    );
+    let metrics = fs::read_to_string(run.join("metrics.csv")).unwrap();
+    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = metrics.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 1, "{metrics}");
+    let cell = |name: &str| rows[0][header.iter().position(|&h| h == name).unwrap()];
+    assert_eq!(
+        (cell("store_shards"), cell("store_workers"), cell("waiting_shards")),
+        ("4", "2", "4"),
+        "{metrics}"
+    );
     fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -420,7 +420,7 @@ grad_norm,window_samples,false_resign_rate,end_checkmate,end_no_legal_moves,end_
 end_perpetual_chase,end_repetition,end_no_capture_limit,end_move_limit,end_insufficient_material,\
 end_resignation,end_length_cap,resign_threshold,heldout_samples,heldout_policy_loss,\
 heldout_value_loss,heldout_result_loss,heldout_material_loss,store_shards,store_workers,store_mb,\
-stale_shards,bad_shards,data_age_mean,data_age_max,ingest_s";
+stale_shards,bad_shards,data_age_mean,data_age_max,ingest_s,waiting_shards";
 
 const ARENA_HEADER: &str =
     "iteration,elapsed_s,opponent,games,wins,draws,losses,score,elo,elo_low,elo_high";
@@ -742,7 +742,7 @@ impl Observer for CliObserver {
         match &r.ingest {
             Some(g) => {
                 row.push_str(&format!(
-                    ",{},{},{:.3},{},{},{:.2},{},{:.2}",
+                    ",{},{},{:.3},{},{},{:.2},{},{:.2},{}",
                     g.shards,
                     g.workers,
                     g.bytes as f64 / 1e6,
@@ -750,7 +750,8 @@ impl Observer for CliObserver {
                     g.bad_shards,
                     g.age_mean,
                     g.age_max,
-                    g.seconds
+                    g.seconds,
+                    g.waiting_shards
                 ));
                 self.scalar("store/shards", g.shards as f64, it);
                 self.scalar("store/workers", g.workers as f64, it);
@@ -758,8 +759,9 @@ impl Observer for CliObserver {
                 self.scalar("store/stale_shards", g.stale_shards as f64, it);
                 self.scalar("store/data_age_mean", g.age_mean, it);
                 self.scalar("store/data_age_max", g.age_max as f64, it);
+                self.scalar("store/waiting_shards", g.waiting_shards as f64, it);
             }
-            None => row.push_str(",,,,,,,,"),
+            None => row.push_str(",,,,,,,,,"),
         }
         // Written through to the file before the iteration's checkpoint (a kill after this line
         // and before the checkpoint replays the iteration, and the resume drops this row).
@@ -854,7 +856,7 @@ mod tests {
             METRICS_HEADER.split(',').filter_map(|c| c.strip_prefix("end_")).collect();
         let names: Vec<&str> = OutcomeReason::ALL.iter().map(|r| r.name()).collect();
         assert_eq!(ends, names);
-        assert_eq!(METRICS_HEADER.split(',').count(), 46);
+        assert_eq!(METRICS_HEADER.split(',').count(), 47);
     }
 
     #[test]

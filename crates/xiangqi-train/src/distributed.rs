@@ -198,7 +198,11 @@ pub struct PendingShard {
     pub size: u64,
 }
 
-/// The shards after `cursor`, worker by worker, each worker's in sequence order. Keys that do
+/// The shards after `cursor`, in rounds: the oldest unconsumed shard of every worker (in worker
+/// order), then the second oldest of every worker, and so on. Each worker's shards come in
+/// sequence order, so a trainer that reads a prefix of the list and stops (its window full)
+/// moves each worker's cursor past only shards it has read, and takes as many shards of every
+/// worker that has them, give or take one: a fast worker cannot starve a slow one. Keys that do
 /// not follow the layout are passed over.
 ///
 /// # Errors
@@ -207,7 +211,7 @@ pub fn pending_shards(
     store: &Store,
     cursor: &ShardCursor,
 ) -> Result<Vec<PendingShard>, StoreError> {
-    let mut out = Vec::new();
+    let mut by_worker: Vec<std::vec::IntoIter<PendingShard>> = Vec::new();
     for dir in store.list_dirs(SHARDS_DIR)? {
         let Ok(worker) = u64::from_str_radix(&dir, 16) else { continue };
         if dir.len() != 16 {
@@ -215,16 +219,25 @@ pub fn pending_shards(
         }
         let next = cursor.next(worker);
         let after = next.checked_sub(1).map(|last| shard_key(worker, last));
+        let mut shards = Vec::new();
         for e in store.list_after(&worker_dir_key(worker), after.as_deref())? {
             if let Some((w, seq)) = parse_shard_key(&e.key)
                 && w == worker
                 && seq >= next
             {
-                out.push(PendingShard { key: e.key, worker, seq, size: e.size });
+                shards.push(PendingShard { key: e.key, worker, seq, size: e.size });
             }
         }
+        by_worker.push(shards.into_iter());
     }
-    Ok(out)
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        out.extend(by_worker.iter_mut().filter_map(Iterator::next));
+        if out.len() == before {
+            return Ok(out);
+        }
+    }
 }
 
 /// Deletes the shards `cursor` has consumed (what a trainer no longer needs after its
@@ -431,7 +444,12 @@ mod tests {
         let mut cursor = ShardCursor::default();
         let all = pending_shards(&store, &cursor).unwrap();
         let keys: Vec<(u64, u64)> = all.iter().map(|p| (p.worker, p.seq)).collect();
-        assert_eq!(keys, [(1, 0), (1, 1), (1, 2), (2, 0), (2, 5)]);
+        // In rounds, one shard of each worker at a time, each worker's in sequence order.
+        assert_eq!(keys, [(1, 0), (2, 0), (1, 1), (2, 5), (1, 2)]);
+        cursor.consume(1, 0);
+        let rest: Vec<(u64, u64)> =
+            pending_shards(&store, &cursor).unwrap().iter().map(|p| (p.worker, p.seq)).collect();
+        assert_eq!(rest, [(1, 1), (2, 0), (1, 2), (2, 5)]);
         cursor.consume(1, 1);
         cursor.consume(2, 5);
         let rest: Vec<(u64, u64)> =

@@ -460,6 +460,11 @@ pub struct IngestReport {
     pub age_max: u64,
     /// Seconds spent waiting for and reading shards.
     pub seconds: f64,
+    /// Shards left unread in the store when the iteration's window was full (of those listed
+    /// when it gathered): nonzero when the workers upload faster than the trainer consumes.
+    pub waiting_shards: u64,
+    /// Distinct workers among the waiting shards.
+    pub waiting_workers: u64,
 }
 
 /// The losses of a new shard's samples under the network that is about to train on them (so
@@ -1540,8 +1545,8 @@ impl TrainingRun {
 
     /// Gathers the iteration's games from the store: plays the trainer's own share first (if
     /// `loop.local_selfplay_threads` > 0) and uploads it, then reads the shards after the
-    /// cursor until `games_per_iteration` games (or a window's worth of samples) are in hand,
-    /// waiting for the workers as needed. Writes the cursor after them and then the merged
+    /// cursor, one of each worker in turn, until `games_per_iteration` games (or a window's
+    /// worth of samples) are in hand, waiting for the workers as needed. Writes the cursor after them and then the merged
     /// shard into the run directory. `None` if interrupted.
     #[allow(clippy::type_complexity)]
     fn gather(
@@ -1585,14 +1590,23 @@ impl TrainingRun {
         let poll = Duration::from_secs_f64(r.store_poll_seconds);
         let current = self.iteration;
         'gather: loop {
+            // In rounds across the workers (`pending_shards`), so that a full window leaves
+            // every worker's newer shards waiting, not all of one worker's.
             let pending = pending_shards(store, &cursor).map_err(DistributedError::from)?;
-            for chunk in pending.chunks(distributed::FETCH_CONCURRENCY) {
+            for (c, chunk) in pending.chunks(distributed::FETCH_CONCURRENCY).enumerate() {
                 let keys: Vec<String> = chunk.iter().map(|p| p.key.clone()).collect();
                 let fetched = store
                     .get_many(&keys, distributed::FETCH_CONCURRENCY)
                     .map_err(DistributedError::from)?;
-                for (p, bytes) in chunk.iter().zip(fetched) {
+                for (i, (p, bytes)) in chunk.iter().zip(fetched).enumerate() {
                     if merged.len() >= r.window_samples {
+                        let left = &pending[c * distributed::FETCH_CONCURRENCY + i..];
+                        ingest.waiting_shards = left.len() as u64;
+                        ingest.waiting_workers = left
+                            .iter()
+                            .map(|p| p.worker)
+                            .collect::<std::collections::BTreeSet<_>>()
+                            .len() as u64;
                         break 'gather;
                     }
                     let Some(bytes) = bytes else {
@@ -1670,6 +1684,20 @@ impl TrainingRun {
                 }
                 std::thread::sleep(Duration::from_millis(50).min(poll));
             }
+        }
+        if ingest.waiting_shards > 0 {
+            let plural = |n: u64| if n == 1 { "" } else { "s" };
+            let (n, w) = (ingest.waiting_shards, ingest.waiting_workers);
+            warnings.push(format!(
+                "the trainer is behind the workers: iteration {iteration} filled its window \
+                 (loop.window_samples = {}) and left {n} shard{} of {w} worker{} waiting in the \
+                 store, to be read in the next iterations, one of each worker in turn (a larger \
+                 loop.window_samples or a smaller loop.train_ratio consumes faster; \
+                 loop.max_generation_lag drops shards of nets too old)",
+                r.window_samples,
+                plural(n),
+                plural(w)
+            ));
         }
         self.pending_warnings.extend(warnings);
         ingest.workers = workers.len() as u64;

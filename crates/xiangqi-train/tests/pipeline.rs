@@ -1,13 +1,19 @@
 //! The training loop on a tiny network: shards and checkpoints appear, a resumed run takes the
 //! same steps as an uninterrupted one, and a new run refuses to overwrite an old one.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 use std::sync::Mutex;
 
 use xiangqi::{Game, Position, RuleSet};
 use xiangqi_nn::{InferenceNet, NetConfig, TrainConfig, checkpoint, cpu_device};
-use xiangqi_search::{SearchConfig, SelfPlayConfig, list_shards};
+use xiangqi_search::{
+    SearchConfig, SelfPlayConfig, SelfPlayEvent, Shard, UniformEvaluator, list_shards, play_games,
+    read_shard, write_shard_to,
+};
+use xiangqi_store::Store;
+use xiangqi_train::distributed::{ShardCursor, shard_key};
 use xiangqi_train::pipeline::{
     IterationReport, LoopConfig, NoObserver, Observer, PipelineError, RunConfig, RunPaths,
     StopReason, TrainingRun, list_checkpoints,
@@ -129,14 +135,124 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_previous_one() {
     let _ = fs::remove_dir_all(&tmp);
 }
 
-/// Keeps the iteration reports.
+/// Keeps the iteration reports (and the warnings).
 #[derive(Default)]
-struct Reports(Vec<IterationReport>);
+struct Reports(Vec<IterationReport>, Vec<String>);
 
 impl Observer for Reports {
     fn iteration(&mut self, report: &IterationReport) {
         self.0.push(report.clone());
     }
+
+    fn warning(&mut self, message: &str) {
+        self.1.push(message.to_string());
+    }
+}
+
+/// Each uploaded shard's samples and games, by `(worker, seq)`.
+type Uploaded = BTreeMap<(u64, u64), (usize, BTreeSet<(u64, u64)>)>;
+
+/// Uploads shards of one game each (uniform-prior self-play under `config`'s settings, played
+/// by generation 0) as workers would: `counts[k]` shards of worker `workers[k]`, each worker's
+/// numbered from 0.
+fn upload_worker_shards(
+    store: &Store,
+    config: &RunConfig,
+    workers: &[u64],
+    counts: &[u64],
+) -> Uploaded {
+    let rules = config.selfplay.rules_for::<Game>().unwrap();
+    let mut records = Vec::new();
+    play_games::<Game, _, _>(
+        &config.search,
+        &config.selfplay,
+        counts.iter().sum(),
+        &mut UniformEvaluator,
+        |e| {
+            if let SelfPlayEvent::GameFinished(record, _) = e {
+                records.push(record.clone());
+            }
+            Ok(())
+        },
+    )
+    .unwrap();
+    let mut records = records.into_iter();
+    let mut out = BTreeMap::new();
+    for (&worker, &count) in workers.iter().zip(counts) {
+        for seq in 0..count {
+            let mut shard = Shard::new::<Game>(rules);
+            shard.push_game_of(&records.next().unwrap(), worker, 0);
+            let bytes = write_shard_to(std::io::Cursor::new(Vec::new()), &shard).unwrap();
+            store.put_new(&shard_key(worker, seq), bytes.into_inner()).unwrap();
+            out.insert((worker, seq), (shard.len(), shard.games()));
+        }
+    }
+    out
+}
+
+fn cursor_of(checkpoint: &Path) -> ShardCursor {
+    ShardCursor::from_counters(&checkpoint::read_manifest(checkpoint, None).unwrap().counters)
+}
+
+#[test]
+fn a_fast_worker_does_not_starve_a_slow_one_and_every_shard_is_trained_on_once() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-pipeline-fair-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let store = Store::open(tmp.join("store").to_str().unwrap(), &[]).unwrap();
+    let mut config = tiny();
+    config.run.games_per_iteration = 1;
+    // The lower worker id has uploaded 8 shards, the higher 2.
+    let (fast, slow) = (0x10, 0xff00);
+    let shards = upload_worker_shards(&store, &config, &[fast, slow], &[8, 2]);
+    // A window that the first iteration fills with 4 shards when it takes them in turns
+    // (fast 0, slow 0, fast 1, then slow 1 passes it); all of them are the fast worker's when
+    // it takes them in worker order.
+    let len = |w: u64, seq: u64| shards[&(w, seq)].0;
+    config.run.window_samples = len(fast, 0) + len(slow, 0) + len(fast, 1) + 1;
+    assert!((0..8).map(|s| len(fast, s)).sum::<usize>() > config.run.window_samples);
+
+    let paths = RunPaths::under(&tmp.join("run"));
+    let mut run = TrainingRun::create(config, paths.clone()).unwrap();
+    run.attach_store(store).unwrap();
+    let mut reports = Reports::default();
+    run.run(Some(1), &mut reports).unwrap();
+    let first = reports.0[0].ingest.clone().expect("gathered from the store");
+    assert_eq!((first.shards, first.workers), (4, 2), "{first:?}");
+    // The rest waits, and the trainer says it is behind.
+    assert_eq!((first.waiting_shards, first.waiting_workers), (6, 1), "{first:?}");
+    assert!(
+        reports.1.iter().any(|w| w.contains("behind the workers") && w.contains("6 shards")),
+        "{:?}",
+        reports.1
+    );
+    // Each worker's cursor moved past exactly the shards read: its oldest two.
+    let cursor = cursor_of(&paths.checkpoints.join("ckpt-000001"));
+    assert_eq!((cursor.next(fast), cursor.next(slow)), (2, 2));
+
+    // The fast worker's other shards follow, in as many iterations as they fill.
+    while reports.0.last().unwrap().ingest.as_ref().unwrap().waiting_shards > 0 {
+        assert!(reports.0.len() < 8, "the shards were not consumed");
+        run.run(Some(1), &mut reports).unwrap();
+    }
+    let cursor = cursor_of(&paths.checkpoints.join(format!("ckpt-{:06}", run.iteration())));
+    assert_eq!((cursor.next(fast), cursor.next(slow)), (8, 2));
+    // One warning for each iteration that left shards waiting, and none for the last.
+    let behind = reports.0.iter().filter(|r| r.ingest.as_ref().unwrap().waiting_shards > 0);
+    let told = reports.1.iter().filter(|w| w.contains("behind the workers"));
+    assert_eq!(behind.count(), told.count(), "{:?}", reports.1);
+    // Every game of every worker shard was trained on, each in exactly one iteration.
+    let mut trained: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    for path in list_shards(&paths.shards).unwrap() {
+        for g in read_shard(&path).unwrap().games() {
+            *trained.entry(g).or_default() += 1;
+        }
+    }
+    let uploaded: BTreeSet<(u64, u64)> = shards.values().flat_map(|(_, g)| g.clone()).collect();
+    assert_eq!(uploaded.len(), 10);
+    assert_eq!(trained.keys().copied().collect::<BTreeSet<_>>(), uploaded);
+    assert!(trained.values().all(|&n| n == 1), "{trained:?}");
+    let _ = fs::remove_dir_all(&tmp);
 }
 
 #[test]
