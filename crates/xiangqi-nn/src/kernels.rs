@@ -542,7 +542,9 @@ fn layer<S: Simd>(
             };
         }
         match (wide, nv) {
-            (true, 4) => run!(6, 4),
+            // Tile heights measured on AVX-512 (2 cores): 5 × 4 beat 4 × 4 by about 10 % and
+            // 6 × 4 by 20 % for 64 channels; 8 × 2 beat 6 × 2 by about 5 % for 24.
+            (true, 4) => run!(5, 4),
             (true, 3) => run!(8, 3),
             (true, 2) => run!(8, 2),
             (true, _) => run!(12, 1),
@@ -562,6 +564,50 @@ struct Strip<'a> {
     col0: usize,
 }
 
+/// `acc[r] += Σ_c src[r][c] · w[c]` for the `MR` rows of a tile: `src[r]` holds the row's
+/// channels, `w` one row of `width = NV · lanes` weights per channel.
+#[inline(always)]
+fn accumulate<S: Simd, const MR: usize, const NV: usize>(
+    simd: S,
+    mut acc: [[S::f32s; NV]; MR],
+    src: &[&[f32]; MR],
+    w: &[f32],
+    width: usize,
+) -> [[S::f32s; NV]; MR] {
+    let len = w.len() / width;
+    // Four channels at a time through fixed-size views: no bounds check inside.
+    let mut c = 0;
+    while c + 4 <= len {
+        let mut a4: [&[f32; 4]; MR] = [&[0.0; 4]; MR];
+        for r in 0..MR {
+            a4[r] = src[r][c..c + 4].try_into().expect("4 floats");
+        }
+        let w4 = &w[c * width..(c + 4) * width];
+        for cc in 0..4 {
+            let (wv, _) = S::as_simd_f32s(&w4[cc * width..(cc + 1) * width]);
+            let wv: &[S::f32s; NV] = wv.try_into().expect("NV vectors");
+            for r in 0..MR {
+                let a = simd.splat_f32s(a4[r][cc]);
+                for v in 0..NV {
+                    acc[r][v] = simd.mul_add_f32s(a, wv[v], acc[r][v]);
+                }
+            }
+        }
+        c += 4;
+    }
+    for c in c..len {
+        let (wv, _) = S::as_simd_f32s(&w[c * width..(c + 1) * width]);
+        let wv: &[S::f32s; NV] = wv.try_into().expect("NV vectors");
+        for r in 0..MR {
+            let a = simd.splat_f32s(src[r][c]);
+            for v in 0..NV {
+                acc[r][v] = simd.mul_add_f32s(a, wv[v], acc[r][v]);
+            }
+        }
+    }
+    acc
+}
+
 /// All row tiles of one strip of `NV` vectors of output columns.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -578,52 +624,61 @@ fn tiles<S: Simd, const MR: usize, const NV: usize>(
     let lanes = S::F32_LANES;
     let width = NV * lanes;
     let col0 = strip.col0;
-    let bias = &p.bias[col0..col0 + width];
+    let (bv, _) = S::as_simd_f32s(&p.bias[col0..col0 + width]);
+    let bv: &[S::f32s; NV] = bv.try_into().expect("NV vectors");
+    let zero = simd.splat_f32s(0.0);
     let cin = p.cin;
     let total = io.rows.len();
+    // The columns of vector `v` that are stored: `col..col + len`, none when `len` is 0.
+    let stored = |v: usize| {
+        let col = col0 + v * lanes;
+        (col, io.store.saturating_sub(col).min(lanes))
+    };
     let mut r0 = 0;
     while r0 < total {
         let m = (total - r0).min(MR);
-        // Rows past the end repeat the last row (computed, not stored).
-        let base: [usize; MR] = std::array::from_fn(|r| io.rows[r0 + r.min(m - 1)] * in_stride);
-        let mut acc = [[simd.splat_f32s(0.0); NV]; MR];
-        for (t, &tap) in p.taps.iter().enumerate() {
-            let off = tap * in_stride as isize;
-            let src: [&[f32]; MR] = std::array::from_fn(|r| {
-                let start = base[r].wrapping_add_signed(off);
-                &input[start..start + cin]
-            });
-            let w_tap = &strip.weights[t * cin * width..(t + 1) * cin * width];
-            for (c, w_row) in w_tap.chunks_exact(width).enumerate() {
-                let (wv, _) = S::as_simd_f32s(w_row);
-                let wv: [S::f32s; NV] = std::array::from_fn(|v| wv[v]);
-                for r in 0..MR {
-                    let a = simd.splat_f32s(src[r][c]);
-                    for v in 0..NV {
-                        acc[r][v] = simd.mul_add_f32s(a, wv[v], acc[r][v]);
-                    }
+        // Rows past the end repeat the last row: computed, never stored. (Every loop over the
+        // tile's rows runs over all MR with constant bounds and no conditional write to `acc`,
+        // which keeps `acc` in registers.)
+        let mut base = [0usize; MR];
+        for (r, b) in base.iter_mut().enumerate() {
+            *b = io.rows[r0 + r.min(m - 1)] * in_stride;
+        }
+        // The bias, and the residual held in the output.
+        let mut acc = [*bv; MR];
+        if io.accumulate {
+            for r in 0..MR {
+                let start = io.out_rows[r0 + r.min(m - 1)] * out_stride;
+                for v in 0..NV {
+                    let (col, len) = stored(v);
+                    let held = simd.partial_load_f32s(&out[start + col..start + col + len]);
+                    acc[r][v] = simd.add_f32s(acc[r][v], held);
                 }
             }
         }
-        let (bv, _) = S::as_simd_f32s(bias);
-        let zero = simd.splat_f32s(0.0);
-        for (r, acc) in acc.iter().enumerate().take(m) {
+        for (t, &tap) in p.taps.iter().enumerate() {
+            let off = tap * in_stride as isize;
+            let mut src: [&[f32]; MR] = [&[]; MR];
+            for r in 0..MR {
+                let start = base[r].wrapping_add_signed(off);
+                src[r] = &input[start..start + cin];
+            }
+            let w = &strip.weights[t * cin * width..(t + 1) * cin * width];
+            acc = accumulate(simd, acc, &src, w, width);
+        }
+        for r in 0..MR {
+            if r >= m {
+                break;
+            }
             let start = io.out_rows[r0 + r] * out_stride;
-            for (v, &a) in acc.iter().enumerate() {
-                let col = col0 + v * lanes;
-                if col >= io.store {
+            for v in 0..NV {
+                let (col, len) = stored(v);
+                if len == 0 {
                     break;
                 }
-                let width = (io.store - col).min(lanes);
-                let dst = &mut out[start + col..start + col + width];
-                let mut value = simd.add_f32s(a, bv[v]);
-                if io.accumulate {
-                    value = simd.add_f32s(value, simd.partial_load_f32s(dst));
-                }
-                if io.relu {
-                    value = simd.max_f32s(value, zero);
-                }
-                simd.partial_store_f32s(dst, value);
+                let a = acc[r][v];
+                let value = if io.relu { simd.max_f32s(a, zero) } else { a };
+                simd.partial_store_f32s(&mut out[start + col..start + col + len], value);
             }
         }
         r0 += m;
@@ -681,6 +736,8 @@ mod tests {
         rows: &'a [usize],
         out_rows: &'a [usize],
         store: usize,
+        relu: bool,
+        accumulate: bool,
     }
 
     impl WithSimd for Op<'_> {
@@ -690,22 +747,24 @@ mod tests {
                 rows: self.rows,
                 out_rows: self.out_rows,
                 store: self.store,
-                relu: false,
-                accumulate: false,
+                relu: self.relu,
+                accumulate: self.accumulate,
             };
             layer(simd, self.p, self.input, self.in_stride, self.out, self.out_stride, io);
         }
     }
 
-    /// Every output channel count from 1 to 70 (partial vectors, several strips, a second
-    /// weight block) and row counts that leave partial tiles, for a dense layer and a 3 × 3
-    /// convolution, against the definition, with the vector and the scalar code.
+    /// Output channel counts with partial vectors and several strips, row counts that leave
+    /// partial tiles, dense layers and 3 × 3 convolutions of several widths, with and without
+    /// the residual sum and the ReLU, with the vector and the scalar code: all against the
+    /// definition.
     #[test]
     fn the_kernel_computes_the_layer_by_its_definition() {
+        let conv = vec![-12isize, -11, -10, -1, 0, 1, 10, 11, 12];
+        let shapes = [(vec![0isize], 37usize), (conv.clone(), 5), (vec![0], 300), (conv, 40)];
         for cout in [1, 3, 16, 24, 31, 48, 64, 65, 70] {
-            for (taps, cin) in
-                [(vec![0isize], 37usize), (vec![-12, -11, -10, -1, 0, 1, 10, 11, 12], 5)]
-            {
+            for (taps, cin) in &shapes {
+                let (taps, cin) = (taps.clone(), *cin);
                 let k = taps.len() * cin;
                 let matrix = noise(k * cout, cout as u32);
                 let bias = noise(cout, 7 + cout as u32);
@@ -716,9 +775,19 @@ mod tests {
                 let rows: Vec<usize> = (12..12 + 13).collect();
                 let expect = reference(&p, &matrix, &bias, &input, in_stride, &rows);
                 let out_rows: Vec<usize> = (0..rows.len()).collect();
-                for scalar in [false, true] {
-                    let out_stride = cout + 2;
+                let out_stride = cout + 2;
+                let held = noise(rows.len() * out_stride, 11);
+                for (scalar, residual) in
+                    [(false, false), (true, false), (false, true), (true, true)]
+                {
                     let mut out = vec![f32::NAN; rows.len() * out_stride];
+                    if residual {
+                        for (j, _) in rows.iter().enumerate() {
+                            for o in 0..cout {
+                                out[j * out_stride + o] = held[j * out_stride + o];
+                            }
+                        }
+                    }
                     let op = Op {
                         p: if scalar { &scalar_p } else { &p },
                         input: &input,
@@ -728,6 +797,8 @@ mod tests {
                         rows: &rows,
                         out_rows: &out_rows,
                         store: cout,
+                        relu: residual,
+                        accumulate: residual,
                     };
                     if scalar {
                         op.with_simd(pulp::Scalar::new());
@@ -737,10 +808,14 @@ mod tests {
                     for (j, _) in rows.iter().enumerate() {
                         for o in 0..cout {
                             let got = f64::from(out[j * out_stride + o]);
-                            let want = expect[j * cout + o];
+                            let mut want = expect[j * cout + o];
+                            if residual {
+                                want = (want + f64::from(held[j * out_stride + o])).max(0.0);
+                            }
                             assert!(
-                                (got - want).abs() < 1e-4,
-                                "cout {cout}, {} taps, row {j}, column {o}: {got} vs {want}",
+                                (got - want).abs() < 1e-4 * (1.0 + want.abs()),
+                                "cout {cout}, {} taps of {cin}, row {j}, column {o} \
+                                 (scalar {scalar}, residual {residual}): {got} vs {want}",
                                 taps.len()
                             );
                         }
