@@ -543,6 +543,17 @@ pub fn read_manifest(
             return Err(CheckpointError::NetMismatch { dir: dir_buf(), differences });
         }
     }
+    // The files are read as `dir.join(name)`: a name with a separator or `..` would reach
+    // outside the checkpoint.
+    if let Some(f) = manifest.files.iter().find(|f| !is_plain_file_name(&f.name)) {
+        return Err(CheckpointError::BadManifest {
+            path,
+            reason: format!(
+                "it lists {:?}, which is not a plain file name inside the checkpoint directory",
+                f.name
+            ),
+        });
+    }
     if !manifest.files.iter().any(|f| f.name == MODEL_FILE) {
         return Err(CheckpointError::BadManifest {
             path,
@@ -550,6 +561,12 @@ pub fn read_manifest(
         });
     }
     Ok(manifest)
+}
+
+/// A name of one file directly inside a directory: not empty, not `.` or `..`, no path
+/// separator or NUL.
+fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
 }
 
 /// Reads a file the manifest lists and checks its size and checksum.
@@ -717,6 +734,35 @@ mod tests {
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0x01;
         fs::write(&path, &bytes).unwrap();
+    }
+
+    #[test]
+    fn a_manifest_naming_a_file_outside_its_directory_is_refused() {
+        let dir = std::env::temp_dir().join(format!("xqz-ckpt-names-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let net = Net::seeded(&NetConfig::new(1, 8), &crate::cpu_device(), 3).valid();
+        let good = dir.join("good");
+        save_net(&net, &good).unwrap();
+        assert!(read_manifest(&good, None).is_ok());
+        let text = fs::read_to_string(good.join(MANIFEST)).unwrap();
+        for name in ["../outside.bin", "/etc/passwd", "sub/dir.bin", "..", "", "a\\b"] {
+            let bad = dir.join(format!("bad-{}", TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)));
+            fs::create_dir_all(&bad).unwrap();
+            fs::copy(good.join(MODEL_FILE), bad.join(MODEL_FILE)).unwrap();
+            let entry = format!(
+                "\n[[files]]\nname = {}\nsize = 1\nchecksum = \"fnv1a64:0000000000000000\"\n",
+                toml::Value::String(name.to_string())
+            );
+            fs::write(bad.join(MANIFEST), format!("{text}{entry}")).unwrap();
+            match read_manifest(&bad, None) {
+                Err(CheckpointError::BadManifest { reason, .. }) => {
+                    assert!(reason.contains("not a plain file name"), "{name:?}: {reason}");
+                }
+                other => panic!("{name:?}: {other:?}"),
+            }
+        }
+        assert!(is_plain_file_name("model.bpk") && is_plain_file_name("extra.bin"));
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
