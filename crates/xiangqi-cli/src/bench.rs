@@ -102,7 +102,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let net = Net::seeded_for(c, encoding, &device, 1);
     if let Some(dir) = &args.export {
-        xiangqi_nn::export::export_net(&net, &Manifest::new(c, &encoding), dir)
+        let out = crate::export::export_target("--export", dir, None)?;
+        xiangqi_nn::export::export_net(&net, &Manifest::new(c, &encoding), &out)
             .with_context(|| format!("exporting the measured net to {}", dir.display()))?;
         outln!("exported the measured net to {}", dir.display());
     }

@@ -43,23 +43,32 @@ fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
     }
 }
 
-pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    if !args.checkpoint.exists() {
-        anyhow::bail!("--checkpoint '{}' does not exist", args.checkpoint.display());
-    }
-    let source = crate::net::resolve(&args.checkpoint)?.canonicalize()?;
-    let out = absolute(&args.out)?;
+/// `out` (the value of the flag `flag`) made absolute, as a directory an export may be written
+/// to: refused when it is written with `..`, is or contains `source`, or lies inside a
+/// checkpoint or an export (which may be replaced or pruned, taking the export with it).
+///
+/// # Errors
+/// One of those refusals, naming the flag and the path.
+pub(crate) fn export_target(
+    flag: &str,
+    out: &Path,
+    source: Option<&Path>,
+) -> anyhow::Result<PathBuf> {
+    let given = out;
+    let out = absolute(given)?;
     if out.components().any(|c| c == Component::ParentDir) {
-        anyhow::bail!("--out '{}': write the path without '..'", args.out.display());
+        anyhow::bail!("{flag} '{}': write the path without '..'", given.display());
     }
     let refuse = |why: &str| {
-        anyhow::bail!("--out '{}' {why}: export into another directory", args.out.display())
+        anyhow::bail!("{flag} '{}' {why}: export into another directory", given.display())
     };
-    if out == source {
-        return refuse("is the checkpoint itself");
-    }
-    if source.starts_with(&out) {
-        return refuse("contains the checkpoint, which replacing it would delete");
+    if let Some(source) = source {
+        if out == source {
+            return refuse("is the checkpoint itself");
+        }
+        if source.starts_with(&out) {
+            return refuse("contains the checkpoint, which replacing it would delete");
+        }
     }
     if let Some(parent) = out.ancestors().skip(1).find(|a| a.join(checkpoint::MANIFEST).is_file()) {
         return refuse(&format!(
@@ -67,6 +76,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             parent.display()
         ));
     }
+    Ok(out)
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    if !args.checkpoint.exists() {
+        anyhow::bail!("--checkpoint '{}' does not exist", args.checkpoint.display());
+    }
+    let source = crate::net::resolve(&args.checkpoint)?.canonicalize()?;
+    let out = export_target("--out", &args.out, Some(&source))?;
     let device = cpu_device();
     let (net, manifest) = checkpoint::load_net(&source, None, &device)
         .with_context(|| format!("cannot load the checkpoint '{}'", source.display()))?;

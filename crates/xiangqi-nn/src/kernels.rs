@@ -418,7 +418,8 @@ fn pool_bias<S: Simd>(
             let v = &y.data[r * ys + f..r * ys + f + g];
             for j in 0..g {
                 mean[j] += v[j];
-                max[j] = max[j].max(v[j]);
+                // A NaN wins (`f32::max` would drop it).
+                max[j] = if v[j] > max[j] || v[j].is_nan() { v[j] } else { max[j] };
             }
         }
         for m in mean.iter_mut() {
@@ -491,7 +492,8 @@ fn squeeze_excite<S: Simd>(
             let x = &mut b.x.data[r * fs..r * fs + f];
             for j in 0..f {
                 let g = 1.0 / (1.0 + (-gate[j]).exp());
-                x[j] = (x[j] + z[j] * g + shift[j]).max(0.0);
+                let y = x[j] + z[j] * g + shift[j];
+                x[j] = if y < 0.0 { 0.0 } else { y }; // a NaN stays NaN
             }
         }
     }
@@ -679,7 +681,9 @@ fn tiles<S: Simd, const MR: usize, const NV: usize>(
                     break;
                 }
                 let a = acc[r][v];
-                let value = if io.relu { simd.max_f32s(a, zero) } else { a };
+                // `max(0, a)`: x86's max returns its second operand when one is NaN, so a NaN
+                // stays NaN (as in burn) and the evaluator's NaN fallback still sees it.
+                let value = if io.relu { simd.max_f32s(zero, a) } else { a };
                 simd.partial_store_f32s(&mut out[start + col..start + col + len], value);
             }
         }

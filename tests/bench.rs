@@ -1,0 +1,68 @@
+//! End-to-end tests of `xqz bench`: both inference paths measured on the CPU, and `--export`
+//! writing the measured net only where an export may go.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn xqz() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xqz"))
+}
+
+fn tiny() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml")
+}
+
+fn bench(export: &Path) -> std::process::Output {
+    xqz()
+        .args(["bench", "--device", "cpu", "--seconds", "0.05", "--config"])
+        .arg(tiny())
+        .arg("--export")
+        .arg(export)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bench_measures_both_paths_and_exports_only_where_an_export_may_go() {
+    let dir = std::env::temp_dir().join(format!("xqz-bench-test-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+
+    let export = dir.join("export");
+    let out = bench(&export);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    for batch in [64, 256, 1024] {
+        for line in
+            [format!("inference  batch {batch:>5}:"), format!("inference (burn) {batch:>5}:")]
+        {
+            assert!(stdout.contains(&line), "no '{line}' in:\n{stdout}");
+        }
+    }
+    assert!(stdout.contains("training   batch"), "{stdout}");
+    for file in ["manifest.toml", "model.bpk", "model.safetensors", "model.json"] {
+        assert!(export.join(file).is_file(), "the export has no {file}");
+    }
+    // An earlier export may be replaced.
+    assert!(bench(&export).status.success());
+
+    // Inside an export (or a checkpoint), which a later export or pruning would delete: refused.
+    let inside = export.join("inside");
+    let out = bench(&inside);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is inside the checkpoint or export"), "{stderr}");
+    assert!(!inside.exists());
+
+    // A directory holding something else: refused, and left as it was.
+    let other = dir.join("other");
+    fs::create_dir_all(&other).unwrap();
+    fs::write(other.join("notes.txt"), "mine").unwrap();
+    let out = bench(&other);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(fs::read_to_string(other.join("notes.txt")).unwrap(), "mine");
+    assert_eq!(fs::read_dir(&other).unwrap().count(), 1);
+
+    let _ = fs::remove_dir_all(&dir);
+}
