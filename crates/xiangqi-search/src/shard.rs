@@ -44,8 +44,11 @@ use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use ndarray::{Array1, Array2, Ix1, Ix2, OwnedRepr};
-use ndarray_npy::{NpzReader, NpzWriter, ReadNpzError, ReadableElement, WriteNpzError};
+use ndarray::{Array1, Array2, Ix1, Ix2};
+use ndarray_npy::npy::header::Header;
+use ndarray_npy::{
+    NpzWriter, ReadNpyError, ReadNpyExt, ReadNpzError, ReadableElement, WriteNpzError,
+};
 use thiserror::Error;
 use xiangqi::env::{PlaneInputs, decode_board_compact};
 use xiangqi::{Color, Move};
@@ -562,14 +565,67 @@ pub fn write_shard(path: &Path, shard: &Shard) -> Result<(), ShardError> {
     result.map_err(wrap)
 }
 
+/// An npy entry's bytes, read without trusting any size the file declares: the zip's size of
+/// the entry only caps the read (the buffer grows with the bytes that really come, so memory is
+/// bounded by the archive's real contents), and the npy header's shape must account for exactly
+/// the data bytes that follow it. Only then is the array parsed, so that ndarray-npy, which
+/// allocates what the header declares before reading, never allocates more than the file holds.
+fn read_entry<R: Read + Seek, T: ReadableElement, D: ndarray::Dimension>(
+    zip: &mut zip::ZipArchive<R>,
+    name: &'static str,
+) -> Result<ndarray::Array<T, D>, ShardError> {
+    let array = |source: ReadNpzError| ShardError::Array { name, source };
+    let invalid = |reason: String| ShardError::Invalid { name, reason };
+    let file = format!("{name}.npy");
+    let entry = if zip.index_for_name(name).is_some() { name } else { file.as_str() };
+    let mut file = zip.by_name(entry).map_err(|e| array(e.into()))?;
+    let declared = file.size();
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(declared.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| array(ReadNpyError::from(e).into()))?;
+    if bytes.len() as u64 > declared {
+        return Err(invalid(format!("holds more than the {declared} bytes its archive declares")));
+    }
+    if bytes.len() as u64 != declared {
+        return Err(invalid(format!(
+            "holds {} bytes, its archive declares {declared}",
+            bytes.len()
+        )));
+    }
+    // The npy preamble: magic, version, then the header's length (2 bytes in version 1, 4 after).
+    let header_end = match bytes.get(..8) {
+        Some([0x93, b'N', b'U', b'M', b'P', b'Y', 1, _]) => {
+            bytes.get(8..10).map(|l| 10 + usize::from(u16::from_le_bytes([l[0], l[1]])))
+        }
+        Some([0x93, b'N', b'U', b'M', b'P', b'Y', 2 | 3, _]) => {
+            bytes.get(8..12).map(|l| 12 + u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)
+        }
+        _ => return Err(invalid("not an npy array (no npy magic and version)".into())),
+    };
+    let Some(header_end) = header_end.filter(|&end| end <= bytes.len()) else {
+        return Err(invalid(format!("its npy header runs past the entry's {} bytes", bytes.len())));
+    };
+    let header = Header::from_reader(&mut &bytes[..header_end])
+        .map_err(|e| array(ReadNpyError::from(e).into()))?;
+    let data = bytes.len() - header_end;
+    let needed = header.shape.iter().try_fold(std::mem::size_of::<T>(), |n, &d| n.checked_mul(d));
+    if needed != Some(data) {
+        return Err(invalid(format!(
+            "its header declares shape {:?} ({} bytes), the entry holds {data} bytes of data",
+            header.shape,
+            needed.map_or("more than 2^64".to_string(), |n| n.to_string())
+        )));
+    }
+    ndarray::Array::<T, D>::read_npy(bytes.as_slice()).map_err(|e| array(e.into()))
+}
+
 fn read_array<R: Read + Seek, T: ReadableElement>(
-    npz: &mut NpzReader<R>,
+    zip: &mut zip::ZipArchive<R>,
     name: &'static str,
 ) -> Result<Vec<T>, ShardError> {
-    let a = npz
-        .by_name::<OwnedRepr<T>, Ix1>(name)
-        .map_err(|source| ShardError::Array { name, source })?;
-    Ok(a.into_iter().collect())
+    Ok(read_entry::<R, T, Ix1>(zip, name)?.into_iter().collect())
 }
 
 /// Reads and validates a shard from `reader`.
@@ -579,7 +635,8 @@ fn read_array<R: Read + Seek, T: ReadableElement>(
 /// missing or mistyped array, [`ShardError::Version`] for another format version,
 /// [`ShardError::Invalid`] for contents that break the format.
 pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
-    let mut npz = NpzReader::new(reader).map_err(ShardError::Archive)?;
+    let mut npz =
+        zip::ZipArchive::new(reader).map_err(|e| ShardError::Archive(ReadNpzError::from(e)))?;
     let version: Vec<u32> = read_array(&mut npz, "format_version")?;
     if version.len() != 1 {
         return Err(ShardError::Invalid {
@@ -614,9 +671,7 @@ pub fn read_shard_from<R: Read + Seek>(reader: R) -> Result<Shard, ShardError> {
             return Err(ShardError::Invalid { name: "rules", reason: "must be [0] or [1]".into() });
         }
     };
-    let boards = npz
-        .by_name::<OwnedRepr<u8>, Ix2>("boards")
-        .map_err(|source| ShardError::Array { name: "boards", source })?;
+    let boards = read_entry::<_, u8, Ix2>(&mut npz, "boards")?;
     if boards.ncols() != 90 {
         return Err(ShardError::Invalid {
             name: "boards",
@@ -702,4 +757,88 @@ pub fn list_shards(dir: &Path) -> io::Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An empty, valid shard's archive with the entry `name` replaced by `npy`.
+    fn with_entry(name: &str, npy: &[u8]) -> Vec<u8> {
+        let valid =
+            write_shard_to(io::Cursor::new(Vec::new()), &Shard::empty(GameKind::Xiangqi, 0))
+                .unwrap()
+                .into_inner();
+        let mut from = zip::ZipArchive::new(io::Cursor::new(valid)).unwrap();
+        let mut to = zip::ZipWriter::new(io::Cursor::new(Vec::new()));
+        let mut replaced = false;
+        for i in 0..from.len() {
+            let mut entry = from.by_index(i).unwrap();
+            let entry_name = entry.name().to_string();
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).unwrap();
+            if entry_name.strip_suffix(".npy") == Some(name) {
+                bytes = npy.to_vec();
+                replaced = true;
+            }
+            to.start_file(entry_name, zip::write::SimpleFileOptions::default()).unwrap();
+            to.write_all(&bytes).unwrap();
+        }
+        assert!(replaced, "no entry {name}");
+        to.finish().unwrap().into_inner()
+    }
+
+    /// An npy array of version 1 with this dtype and shape and `data` after its header.
+    fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+        let mut header =
+            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        while !(10 + header.len() + 1).is_multiple_of(64) {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        out
+    }
+
+    fn read_error(archive: Vec<u8>) -> String {
+        read_shard_from(io::Cursor::new(archive)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_shard_read_back_from_hand_made_entries_is_the_same() {
+        // The control: the hand-made entries of an empty shard read as one.
+        let archive = with_entry("boards", &npy("|u1", "(0, 90)", &[]));
+        assert_eq!(
+            read_shard_from(io::Cursor::new(archive)).unwrap(),
+            Shard::empty(GameKind::Xiangqi, 0)
+        );
+        let archive = with_entry("turn", &npy("|u1", "(0,)", &[]));
+        assert!(read_shard_from(io::Cursor::new(archive)).is_ok());
+    }
+
+    #[test]
+    fn a_header_that_declares_more_than_the_entry_holds_is_refused_before_allocating() {
+        // (2^40, 90) bytes: reading what the header declares would abort the process.
+        let e = read_error(with_entry("boards", &npy("|u1", "(1099511627776, 90)", &[0; 90])));
+        assert!(
+            e.contains("'boards'") && e.contains("1099511627776") && e.contains("90 bytes"),
+            "{e}"
+        );
+        let e = read_error(with_entry("policy_probs", &npy("<f4", "(4611686018427387904,)", &[])));
+        assert!(e.contains("'policy_probs'") && e.contains("more than 2^64"), "{e}");
+        // One byte short, and a header length past the entry's end.
+        let e = read_error(with_entry("turn", &npy("|u1", "(3,)", &[0, 0])));
+        assert!(e.contains("'turn'") && e.contains("2 bytes of data"), "{e}");
+        let mut long = npy("|u1", "(0,)", &[]);
+        long[8..10].copy_from_slice(&u16::MAX.to_le_bytes());
+        let e = read_error(with_entry("turn", &long));
+        assert!(e.contains("'turn'") && e.contains("runs past"), "{e}");
+        let mut v2 = npy("|u1", "(0,)", &[]);
+        v2[6] = 2;
+        let e = read_error(with_entry("turn", &v2));
+        assert!(e.contains("'turn'") && e.contains("runs past"), "{e}");
+    }
 }
