@@ -68,6 +68,7 @@ fn shards() -> Vec<Vec<u8>> {
 fn ingest(store: &Store) -> usize {
     let keys: Vec<String> = pending_shards(store, &ShardCursor::default())
         .unwrap()
+        .shards
         .into_iter()
         .map(|p| p.key)
         .collect();

@@ -424,6 +424,101 @@ fn a_trainer_behind_its_workers_reads_every_worker_in_turn_and_says_so() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `shard` (an npz archive) with its `boards` entry replaced by an npy header that declares
+/// (2^40, 90) boards, followed by one board: what a hostile or broken object could hold.
+fn with_huge_boards_header(shard: &[u8]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut header =
+        "{'descr': '|u1', 'fortran_order': False, 'shape': (1099511627776, 90), }".to_string();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    npy.extend_from_slice(header.as_bytes());
+    npy.extend_from_slice(&[0; 90]);
+    let mut from = zip::ZipArchive::new(std::io::Cursor::new(shard)).unwrap();
+    let mut to = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for i in 0..from.len() {
+        let mut entry = from.by_index(i).unwrap();
+        let name = entry.name().to_string();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).unwrap();
+        if name == "boards.npy" {
+            bytes = std::mem::take(&mut npy);
+        }
+        to.start_file(name, zip::write::SimpleFileOptions::default()).unwrap();
+        to.write_all(&bytes).unwrap();
+    }
+    assert!(npy.is_empty(), "no boards.npy in a shard");
+    to.finish().unwrap().into_inner()
+}
+
+#[cfg(unix)]
+#[test]
+fn hostile_store_objects_are_named_and_passed_over_and_never_move_the_cursor() {
+    use std::os::unix::ffi::OsStrExt;
+    use xiangqi_train::distributed::shard_key;
+    let dir = temp("hostile");
+    let config = config(&dir);
+    let store_dir = dir.join("store");
+    let url = store_dir.to_str().unwrap().to_string();
+    let store = Store::open(&url, &[]).unwrap();
+    let (a, b, c) = (0xa, 0xb, 0xc);
+    // Real shards: a 0-3, b 0-1 and 3, c 0 and 2.
+    let mut samples = upload_worker_shards(&store, &[a, b, c], &[4, 4, 3], 4);
+    // b's shard 2 claims 2^40 boards; a's copy of its shard 0 sits far ahead of its sequence;
+    // c's shard 1 is missing (no shard after its shard 2 yet); a name that is not UTF-8.
+    let b2 = store.get(&shard_key(b, 2)).unwrap().unwrap();
+    store.delete(&shard_key(b, 2)).unwrap();
+    store.put_new(&shard_key(b, 2), with_huge_boards_header(&b2)).unwrap();
+    let far = shard_key(a, 999_999_999_999);
+    store.put_new(&far, store.get(&shard_key(a, 0)).unwrap().unwrap()).unwrap();
+    store.delete(&shard_key(c, 1)).unwrap();
+    let worker_dir = store_dir.join(xiangqi_train::distributed::worker_dir_key(a));
+    fs::write(worker_dir.join(std::ffi::OsStr::from_bytes(b"\xff.npz")), b"x").unwrap();
+    samples.remove(&(b, 2));
+    samples.remove(&(c, 1));
+
+    let run = dir.join("run");
+    let mut t = trainer(&config, &run, &url, 1, false);
+    let log = wait(&mut t, Duration::from_secs(120), "the trainer");
+    for named in [shard_key(b, 2).as_str(), "'boards'", far.as_str(), "%FF.npz"] {
+        assert!(log.contains(named), "{named} not named:\n{log}");
+    }
+    assert!(log.contains(&format!("{}: worker", shard_key(c, 2))), "{log}");
+    // The cursor: past every real shard read (b's bad one included), never past c's gap or to
+    // a's far shard.
+    let cursor = consumed_cursor(&run);
+    assert_eq!((cursor.next(a), cursor.next(b), cursor.next(c)), (4, 4, 1), "{log}");
+    // Every real shard before the cursor trained on once, its games each once.
+    let trained = trained_games(&run);
+    assert!(trained.values().all(|&n| n == 1), "{trained:?}");
+    let games: BTreeSet<(u64, u64)> = trained.keys().copied().collect();
+    let expected: BTreeSet<(u64, u64)> = store_shards_readable(&store)
+        .into_iter()
+        .filter(|((w, seq), _)| *seq < cursor.next(*w) && samples.contains_key(&(*w, *seq)))
+        .flat_map(|(_, s)| s.games())
+        .collect();
+    assert_eq!(games, expected, "{log}");
+    assert_eq!(games.len(), 4 * (4 + 3 + 1), "{log}");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The store's shards that read, by `(worker, seq)` (the hostile ones left out).
+fn store_shards_readable(store: &Store) -> BTreeMap<(u64, u64), Shard> {
+    let (entries, _) = store.list_after_lossy("shards", None).unwrap();
+    entries
+        .iter()
+        .filter_map(|e| {
+            let key = xiangqi_train::distributed::parse_shard_key(&e.key)?;
+            let bytes = store.get(&e.key).unwrap()?;
+            Some((key, read_shard_from(std::io::Cursor::new(bytes)).ok()?))
+        })
+        .collect()
+}
+
 trait WaitErr {
     /// Waits for a failing process and returns its standard error.
     fn wait_with_output_err(&mut self) -> String;

@@ -85,6 +85,10 @@ pub struct Entry {
     pub size: u64,
 }
 
+/// An object a lossy listing passed over: the directory listed and the reason, which names
+/// the object ([`Store::list_after_lossy`]).
+pub type Unnamed = (String, String);
+
 /// A store: an [`ObjectStore`] and the root every key is relative to, with a runtime of its
 /// own that runs each operation to completion (the callers are synchronous).
 pub struct Store {
@@ -368,6 +372,77 @@ impl Store {
         Ok(out)
     }
 
+    /// [`Store::list_after`] that passes over the objects whose names the store cannot turn
+    /// into keys (a name that is not UTF-8 in a directory; a `..` or empty segment) instead of
+    /// failing the whole listing: each comes back, after the entries, as the directory listed
+    /// and the reason, which names the object. On S3 such a key fails the whole page of the
+    /// listing it is on, so the keys after it on that page are missing from the entries.
+    ///
+    /// # Errors
+    /// [`StoreError::Operation`] for any other failure.
+    pub fn list_after_lossy(
+        &self,
+        dir: &str,
+        after: Option<&str>,
+    ) -> Result<(Vec<Entry>, Vec<Unnamed>), StoreError> {
+        use futures_util::StreamExt;
+        let prefix = self.path(dir);
+        let mut stream = match after {
+            Some(a) => self.inner.list_with_offset(Some(&prefix), &self.path(a)),
+            None => self.inner.list(Some(&prefix)),
+        };
+        let mut out = Vec::new();
+        let mut unnamed = Vec::new();
+        self.runtime.block_on(async {
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(m) => out.push(Entry { key: self.relative(&m.location), size: m.size }),
+                    Err(e @ object_store::Error::InvalidPath { .. }) => {
+                        unnamed.push((dir.to_string(), e.to_string()));
+                    }
+                    Err(e) => return Err(self.err("list", dir, e)),
+                }
+            }
+            Ok(())
+        })?;
+        out.retain(|e| after.is_none_or(|a| e.key.as_str() > a));
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok((out, unnamed))
+    }
+
+    /// [`Store::list_dirs`] that passes over the objects the store cannot name (see
+    /// [`Store::list_after_lossy`], whose listing of everything under `dir` it falls back to
+    /// when one is among `dir`'s entries).
+    ///
+    /// # Errors
+    /// [`StoreError::Operation`] for any other failure.
+    pub fn list_dirs_lossy(&self, dir: &str) -> Result<(Vec<String>, Vec<Unnamed>), StoreError> {
+        let prefix = self.path(dir);
+        match self.runtime.block_on(self.inner.list_with_delimiter(Some(&prefix))) {
+            Ok(listed) => {
+                let mut out: Vec<String> = listed
+                    .common_prefixes
+                    .iter()
+                    .filter_map(|p| p.filename().map(str::to_string))
+                    .collect();
+                out.sort();
+                Ok((out, Vec::new()))
+            }
+            Err(object_store::Error::InvalidPath { .. }) => {
+                let (entries, unnamed) = self.list_after_lossy(dir, None)?;
+                let base = format!("{}/", dir.trim_matches('/'));
+                let mut out: Vec<String> = entries
+                    .iter()
+                    .filter_map(|e| e.key.strip_prefix(&base)?.split_once('/'))
+                    .map(|(d, _)| d.to_string())
+                    .collect();
+                out.dedup();
+                Ok((out, unnamed))
+            }
+            Err(e) => Err(self.err("list", dir, e)),
+        }
+    }
+
     /// Deletes `key` (no error if it is already gone).
     ///
     /// # Errors
@@ -419,5 +494,29 @@ mod tests {
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }
         assert!(Kind::parse("gs://b").unwrap_err().to_string().contains("s3://"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_name_the_store_cannot_turn_into_a_key_is_passed_over_and_named() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = std::env::temp_dir().join(format!("xqz-store-lossy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
+        store.put_new("shards/a/1.npz", vec![1]).unwrap();
+        store.put_new("shards/b/2.npz", vec![2, 2]).unwrap();
+        let bad = std::ffi::OsStr::from_bytes(b"\xff.npz");
+        std::fs::write(dir.join("shards/a").join(bad), b"x").unwrap();
+        std::fs::write(dir.join("shards").join(bad), b"x").unwrap();
+        // The plain listings fail on it; the lossy ones name it and list the rest.
+        assert!(store.list("shards/a").is_err() && store.list_dirs("shards").is_err());
+        let (entries, unnamed) = store.list_after_lossy("shards/a", None).unwrap();
+        assert_eq!(entries, [Entry { key: "shards/a/1.npz".into(), size: 1 }]);
+        assert_eq!(unnamed.len(), 1, "{unnamed:?}");
+        assert!(unnamed[0].0 == "shards/a" && unnamed[0].1.contains("%FF.npz"), "{unnamed:?}");
+        let (dirs, unnamed) = store.list_dirs_lossy("shards").unwrap();
+        assert_eq!(dirs, ["a", "b"]);
+        assert_eq!(unnamed.len(), 2, "{unnamed:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -35,7 +35,7 @@ use std::path::Path;
 
 use xiangqi_nn::checkpoint::{self, CheckpointError};
 use xiangqi_nn::model::Net;
-use xiangqi_store::{Created, Fetched, Store, StoreError};
+use xiangqi_store::{Created, Entry, Fetched, Store, StoreError};
 
 /// The key of the owning run's id.
 pub const TRAINER_KEY: &str = "trainer";
@@ -164,6 +164,14 @@ impl ShardCursor {
         *n = (*n).max(seq + 1);
     }
 
+    /// Moves `worker`'s cursor to at least `seq`, passing over the numbers before it: only for
+    /// the trainer's own shards ([`LOCAL_SELFPLAY_WORKER`]), numbered by iteration, which it
+    /// knows it never wrote for an iteration that played no games of its own.
+    pub fn skip_to(&mut self, worker: u64, seq: u64) {
+        let n = self.next.entry(worker).or_default();
+        *n = (*n).max(seq);
+    }
+
     /// Workers with at least one consumed shard.
     pub fn workers(&self) -> usize {
         self.next.len()
@@ -196,6 +204,24 @@ pub struct PendingShard {
     pub seq: u64,
     /// Its size in bytes.
     pub size: u64,
+    /// The numbers missing just before it in its worker's sequence (0: none), passed over when
+    /// it is consumed ([`pending_shards`] says when a gap is passed).
+    pub gap: u64,
+}
+
+/// The largest gap in a worker's sequence that [`pending_shards`] ever passes: a shard more
+/// than this many numbers after the last one before it is refused (named, never read, never
+/// consumed, left in the store).
+pub const MAX_SHARD_GAP: u64 = 1024;
+
+/// What [`pending_shards`] found after the cursor.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// The shards to read, in order.
+    pub shards: Vec<PendingShard>,
+    /// Keys passed over, each with the reason (keys that break the layout or that the store
+    /// cannot name, shards held back behind a gap or refused far ahead of their sequence).
+    pub skipped: Vec<(String, String)>,
 }
 
 /// The shards after `cursor`, in rounds: the oldest unconsumed shard of every worker (in worker
@@ -203,30 +229,81 @@ pub struct PendingShard {
 /// sequence order, so a trainer that reads a prefix of the list and stops (its window full)
 /// moves each worker's cursor past only shards it has read, and takes as many shards of every
 /// worker that has them, give or take one: a fast worker cannot starve a slow one. Keys that do
-/// not follow the layout are passed over.
+/// not follow the layout, or that the store cannot name, are passed over (in `skipped`).
+///
+/// # Gaps
+/// A worker uploads its shards one after another, numbered from 0 with no number left out
+/// (only a number already taken is skipped, and that one exists), and the trainer deletes only
+/// consumed shards: the next shard of a worker is the cursor's number. One that is missing,
+/// while later ones are there, is a gap, and consuming the shard after it would move the
+/// cursor past the gap for good. The rule:
+/// * a gap is passed (the shard after it listed, with its `gap`) only when the shard after it
+///   is followed by its successor: a worker that has uploaded two shards after a gap has gone
+///   on, so the missing ones will not come (a lost upload, or shards pruned after a newer
+///   checkpoint than the one resumed from). Until then the worker's shards from the gap on
+///   wait, named in `skipped`: one stray object far ahead in a worker's sequence never moves
+///   the cursor past shards the worker has yet to write; the worker's real shards fill the
+///   gap below it and are read as they come;
+/// * a gap of more than [`MAX_SHARD_GAP`] numbers is never passed: the shard after it (and
+///   those after that) is refused, named in `skipped`, and left in the store for a person to
+///   look at (no worker leaves such a gap).
 ///
 /// # Errors
 /// [`StoreError`] of the listings.
-pub fn pending_shards(
-    store: &Store,
-    cursor: &ShardCursor,
-) -> Result<Vec<PendingShard>, StoreError> {
+pub fn pending_shards(store: &Store, cursor: &ShardCursor) -> Result<Pending, StoreError> {
     let mut by_worker: Vec<std::vec::IntoIter<PendingShard>> = Vec::new();
-    for dir in store.list_dirs(SHARDS_DIR)? {
+    let mut skipped = Vec::new();
+    let (dirs, unnamed) = store.list_dirs_lossy(SHARDS_DIR)?;
+    skipped.extend(unnamed);
+    for dir in dirs {
         let Ok(worker) = u64::from_str_radix(&dir, 16) else { continue };
         if dir.len() != 16 {
             continue;
         }
         let next = cursor.next(worker);
         let after = next.checked_sub(1).map(|last| shard_key(worker, last));
+        let (entries, unnamed) =
+            store.list_after_lossy(&worker_dir_key(worker), after.as_deref())?;
+        skipped.extend(unnamed);
+        let listed: Vec<(u64, Entry)> = entries
+            .into_iter()
+            .filter_map(|e| match parse_shard_key(&e.key) {
+                Some((w, seq)) if w == worker && seq >= next => Some((seq, e)),
+                _ => None,
+            })
+            .collect();
         let mut shards = Vec::new();
-        for e in store.list_after(&worker_dir_key(worker), after.as_deref())? {
-            if let Some((w, seq)) = parse_shard_key(&e.key)
-                && w == worker
-                && seq >= next
-            {
-                shards.push(PendingShard { key: e.key, worker, seq, size: e.size });
+        let mut expected = next;
+        for (i, (seq, e)) in listed.iter().enumerate() {
+            let gap = seq - expected;
+            let missing = || {
+                if gap == 1 {
+                    format!("shard {expected}")
+                } else {
+                    format!("shards {expected} to {}", seq - 1)
+                }
+            };
+            if gap > MAX_SHARD_GAP {
+                skipped.push((
+                    e.key.clone(),
+                    format!(
+                        "{gap} numbers after worker {worker:016x}'s next shard {expected}, more                          than any worker leaves out ({MAX_SHARD_GAP}): refused, with any shard                          after it (not read, not consumed; delete it if no worker wrote it)"
+                    ),
+                ));
+                break;
             }
+            if gap > 0 && listed.get(i + 1).is_none_or(|(n, _)| *n != seq + 1) {
+                skipped.push((
+                    e.key.clone(),
+                    format!(
+                        "worker {worker:016x}'s {} missing before it: it waits until they come,                          or until the worker's next shard after it shows that they will not",
+                        missing()
+                    ),
+                ));
+                break;
+            }
+            shards.push(PendingShard { key: e.key.clone(), worker, seq: *seq, size: e.size, gap });
+            expected = seq + 1;
         }
         by_worker.push(shards.into_iter());
     }
@@ -235,7 +312,7 @@ pub fn pending_shards(
         let before = out.len();
         out.extend(by_worker.iter_mut().filter_map(Iterator::next));
         if out.len() == before {
-            return Ok(out);
+            return Ok(Pending { shards: out, skipped });
         }
     }
 }
@@ -436,25 +513,82 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xqz-pending-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
-        for (w, seq) in [(1, 0), (1, 1), (1, 2), (2, 0), (2, 5)] {
+        for (w, seq) in [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1)] {
             store.put_new(&shard_key(w, seq), vec![0; 3]).unwrap();
         }
         store.put_new("shards/not-a-worker/000000000001.npz", vec![]).unwrap();
         store.put_new(&format!("{}/stray.txt", worker_dir_key(1)), vec![]).unwrap();
         let mut cursor = ShardCursor::default();
         let all = pending_shards(&store, &cursor).unwrap();
-        let keys: Vec<(u64, u64)> = all.iter().map(|p| (p.worker, p.seq)).collect();
+        let keys: Vec<(u64, u64)> = all.shards.iter().map(|p| (p.worker, p.seq)).collect();
         // In rounds, one shard of each worker at a time, each worker's in sequence order.
-        assert_eq!(keys, [(1, 0), (2, 0), (1, 1), (2, 5), (1, 2)]);
+        assert_eq!(keys, [(1, 0), (2, 0), (1, 1), (2, 1), (1, 2)]);
         cursor.consume(1, 0);
-        let rest: Vec<(u64, u64)> =
-            pending_shards(&store, &cursor).unwrap().iter().map(|p| (p.worker, p.seq)).collect();
-        assert_eq!(rest, [(1, 1), (2, 0), (1, 2), (2, 5)]);
+        let rest: Vec<(u64, u64)> = pending_shards(&store, &cursor)
+            .unwrap()
+            .shards
+            .iter()
+            .map(|p| (p.worker, p.seq))
+            .collect();
+        assert_eq!(rest, [(1, 1), (2, 0), (1, 2), (2, 1)]);
         cursor.consume(1, 1);
-        cursor.consume(2, 5);
-        let rest: Vec<(u64, u64)> =
-            pending_shards(&store, &cursor).unwrap().iter().map(|p| (p.worker, p.seq)).collect();
+        cursor.consume(2, 1);
+        let rest: Vec<(u64, u64)> = pending_shards(&store, &cursor)
+            .unwrap()
+            .shards
+            .iter()
+            .map(|p| (p.worker, p.seq))
+            .collect();
         assert_eq!(rest, [(1, 2)]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_gap_holds_a_worker_back_until_two_shards_follow_it_and_a_far_one_never_passes() {
+        let dir = std::env::temp_dir().join(format!("xqz-gaps-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
+        let far = 999_999_999_999;
+        for (w, seq) in [(3, 0), (3, 1), (3, far), (4, 0), (4, 2), (5, 0), (5, 2), (5, 3)]
+            .into_iter()
+            .chain([(6, 0), (6, 2 + MAX_SHARD_GAP), (6, 3 + MAX_SHARD_GAP)])
+        {
+            store.put_new(&shard_key(w, seq), vec![0; 3]).unwrap();
+        }
+        let listed = |cursor: &ShardCursor| {
+            let p = pending_shards(&store, cursor).unwrap();
+            let mut shards: Vec<(u64, u64, u64)> =
+                p.shards.iter().map(|p| (p.worker, p.seq, p.gap)).collect();
+            shards.sort();
+            (shards, p.skipped)
+        };
+        let mut cursor = ShardCursor::default();
+        let (shards, skipped) = listed(&cursor);
+        // Worker 3's stray shard far ahead is refused; worker 4's shard after its gap waits (no
+        // shard after it yet); worker 5 went on after its gap (2 and 3): passed; worker 6's gap
+        // is too wide to pass even so.
+        assert_eq!(
+            shards,
+            [(3, 0, 0), (3, 1, 0), (4, 0, 0), (5, 0, 0), (5, 2, 1), (5, 3, 0), (6, 0, 0)]
+        );
+        let names: Vec<&str> = skipped.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [shard_key(3, far), shard_key(4, 2), shard_key(6, 2 + MAX_SHARD_GAP)],
+            "{skipped:?}"
+        );
+        assert!(skipped[0].1.contains("refused") && skipped[1].1.contains("shard 1 missing"));
+        for (w, seq, _) in &shards {
+            cursor.consume(*w, *seq);
+        }
+        assert_eq!((cursor.next(3), cursor.next(4), cursor.next(5), cursor.next(6)), (2, 1, 4, 1));
+        // Worker 3's real shards after its cursor and worker 4's missing one come: read in
+        // order; the stray shard is still refused.
+        store.put_new(&shard_key(3, 2), vec![0; 3]).unwrap();
+        store.put_new(&shard_key(4, 1), vec![0; 3]).unwrap();
+        let (shards, skipped) = listed(&cursor);
+        assert_eq!(shards, [(3, 2, 0), (4, 1, 0), (4, 2, 0)]);
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

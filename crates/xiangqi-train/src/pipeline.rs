@@ -1051,6 +1051,8 @@ pub struct TrainingRun {
     cursor: ShardCursor,
     /// Whether the user was told that the trainer waits for workers.
     told_waiting: bool,
+    /// The store's keys the user was told are passed over (each is named once per process).
+    told_skipped: std::collections::BTreeSet<String>,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -1139,6 +1141,7 @@ impl TrainingRun {
             store: None,
             cursor: ShardCursor::default(),
             told_waiting: false,
+            told_skipped: Default::default(),
         };
         run.save_checkpoint()?;
         Ok(run)
@@ -1209,6 +1212,7 @@ impl TrainingRun {
                         store: None,
                         cursor: ShardCursor::from_counters(&manifest.counters),
                         told_waiting: false,
+                        told_skipped: Default::default(),
                     };
                     run.restore_resign_calibration(&manifest.counters);
                     run.rebuild_window()?;
@@ -1582,6 +1586,10 @@ impl TrainingRun {
         let store = self.store.as_ref().expect("gather runs with a store");
         let r = &self.config.run;
         let mut cursor = self.cursor.clone();
+        if threads > 0 {
+            // The trainer's own shards are numbered by iteration: this one is next.
+            cursor.skip_to(LOCAL_SELFPLAY_WORKER, iteration);
+        }
         let mut merged = Shard::empty(self.config.selfplay.game, self.rules_code()?);
         let mut ingest = IngestReport::default();
         let mut workers = std::collections::BTreeSet::new();
@@ -1592,7 +1600,15 @@ impl TrainingRun {
         'gather: loop {
             // In rounds across the workers (`pending_shards`), so that a full window leaves
             // every worker's newer shards waiting, not all of one worker's.
-            let pending = pending_shards(store, &cursor).map_err(DistributedError::from)?;
+            // A worker's shards come in sequence, held back behind a gap (`pending_shards`).
+            let listed = pending_shards(store, &cursor).map_err(DistributedError::from)?;
+            for (key, reason) in listed.skipped {
+                let told = format!("store '{}': {key}: {reason}", store.location());
+                if self.told_skipped.insert(told.clone()) {
+                    observer.warning(&told);
+                }
+            }
+            let pending = listed.shards;
             for (c, chunk) in pending.chunks(distributed::FETCH_CONCURRENCY).enumerate() {
                 let keys: Vec<String> = chunk.iter().map(|p| p.key.clone()).collect();
                 let fetched = store
@@ -1613,6 +1629,19 @@ impl TrainingRun {
                         continue;
                     };
                     ingest.bytes += bytes.len() as u64;
+                    if p.gap > 0 {
+                        warnings.push(format!(
+                            "{}: worker {:016x}'s {} before it never came (shards after it \
+                             did); passed over",
+                            p.key,
+                            p.worker,
+                            if p.gap == 1 {
+                                format!("shard {}", p.seq - 1)
+                            } else {
+                                format!("shards {} to {}", p.seq - p.gap, p.seq - 1)
+                            }
+                        ));
+                    }
                     cursor.consume(p.worker, p.seq);
                     let shard = match read_shard_from(io::Cursor::new(&bytes)) {
                         Ok(s) if s.game == merged.game && s.rules == merged.rules => s,
