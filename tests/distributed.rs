@@ -481,6 +481,11 @@ fn hostile_store_objects_are_named_and_passed_over_and_never_move_the_cursor() {
     samples.remove(&(b, 2));
     samples.remove(&(c, 1));
 
+    // What the store holds before the trainer, which deletes what it consumes this time.
+    let kept = store_shards_readable(&store);
+    let text = fs::read_to_string(&config).unwrap();
+    fs::write(&config, text.replace("store_keep_shards = true", "store_keep_shards = false"))
+        .unwrap();
     let run = dir.join("run");
     let mut t = trainer(&config, &run, &url, 1, false);
     let log = wait(&mut t, Duration::from_secs(120), "the trainer");
@@ -496,13 +501,17 @@ fn hostile_store_objects_are_named_and_passed_over_and_never_move_the_cursor() {
     let trained = trained_games(&run);
     assert!(trained.values().all(|&n| n == 1), "{trained:?}");
     let games: BTreeSet<(u64, u64)> = trained.keys().copied().collect();
-    let expected: BTreeSet<(u64, u64)> = store_shards_readable(&store)
+    let expected: BTreeSet<(u64, u64)> = kept
         .into_iter()
         .filter(|((w, seq), _)| *seq < cursor.next(*w) && samples.contains_key(&(*w, *seq)))
         .flat_map(|(_, s)| s.games())
         .collect();
     assert_eq!(games, expected, "{log}");
     assert_eq!(games.len(), 4 * (4 + 3 + 1), "{log}");
+    // The consumed shards are deleted; the far one and those behind the gap stay.
+    let left: Vec<String> =
+        store.list_after_lossy("shards", None).unwrap().0.into_iter().map(|e| e.key).collect();
+    assert_eq!(left, [shard_key(a, 999_999_999_999), shard_key(c, 2)], "{log}");
     fs::remove_dir_all(&dir).unwrap();
 }
 

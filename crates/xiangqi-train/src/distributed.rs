@@ -324,13 +324,14 @@ pub fn pending_shards(store: &Store, cursor: &ShardCursor) -> Result<Pending, St
 /// [`StoreError`] of the listings and deletions.
 pub fn delete_consumed(store: &Store, cursor: &ShardCursor) -> Result<u64, StoreError> {
     let mut deleted = 0;
-    for dir in store.list_dirs(SHARDS_DIR)? {
+    // The names the store cannot turn into keys are passed over here as in `pending_shards`.
+    for dir in store.list_dirs_lossy(SHARDS_DIR)?.0 {
         let Ok(worker) = u64::from_str_radix(&dir, 16) else { continue };
         let next = cursor.next(worker);
         if dir.len() != 16 || next == 0 {
             continue;
         }
-        for e in store.list(&worker_dir_key(worker))? {
+        for e in store.list_after_lossy(&worker_dir_key(worker), None)?.0 {
             if let Some((w, seq)) = parse_shard_key(&e.key)
                 && w == worker
                 && seq < next
