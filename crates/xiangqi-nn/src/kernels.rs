@@ -1,17 +1,18 @@
 //! The CPU inference path: the folded network run by kernels of this crate instead of burn's
 //! tensor operations.
 //!
-//! Burn's CPU backend spends about half of an inference call outside the matrix products
-//! (allocating tensors, the im2col copies, separate passes for the bias, ReLU and residual) and
-//! its matrix products run without AVX-512. This path keeps every activation of a chunk of
-//! positions in buffers reused across calls and runs every layer through one kernel:
+//! Burn's CPU backend spends much of an inference call outside the matrix products (allocating
+//! tensors, the im2col copies, separate passes for the bias, ReLU and residual). This path
+//! keeps every activation of a chunk of positions in buffers reused across calls and runs
+//! every layer through one kernel (2.3× burn's folded net for the 2 × 24 main-job net, 1.2–1.3×
+//! ONNX Runtime on the same two cores: `experiments/2026-12-01-cpu-kernels/`):
 //!
 //! * **Layout.** Activations are channels-last on a zero-bordered board of 12 × 11 points
 //!   (`[n · 132, stride]`, `stride` the channel count rounded up to 16). A 3 × 3 convolution
 //!   is then nine "taps", each a fixed row offset (`dy · 11 + dx`) into the same buffer: the
 //!   im2col matrix is never built, and the border rows, never written, stay zero.
 //! * **Kernel.** One register-blocked matrix product, `out[r] = Σ_taps Σ_c in[row_r + tap][c] ·
-//!   W[tap, c]`, over a tile of `MR` output rows by `NV` SIMD vectors of output channels (6 × 64
+//!   W[tap, c]`, over a tile of `MR` output rows by `NV` SIMD vectors of output channels (5 × 64
 //!   channels or 8 × 32 with AVX-512), the input broadcast one value at a time and the
 //!   weights pre-packed in strips one tile wide. The bias, the residual sum and the ReLU are
 //!   applied to the tile in registers before it is stored (the GEMM's epilogue). The same
@@ -64,8 +65,8 @@ fn simd_shape() -> (usize, usize) {
     Arch::new().dispatch(Shape)
 }
 
-/// The most SIMD vectors of output columns in one register tile: with 32 registers, four (6 ×
-/// 4 accumulators), with 16, two (6 × 2).
+/// The most SIMD vectors of output columns in one register tile: with 32 registers, four
+/// (tiles of 5 × 4 accumulators), with 16, two (6 × 2).
 fn max_tile_vectors(lanes: usize, registers: usize) -> usize {
     if lanes == 1 || registers >= 32 { 4 } else { 2 }
 }
