@@ -26,6 +26,10 @@ use object_store::path::Path as KeyPath;
 use object_store::{GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use thiserror::Error;
 
+/// The folder of a directory store where [`Store::put_new`] writes an object before it links
+/// it to its name; what a killed writer leaves there is no object and is never listed as one.
+pub const STAGING_DIR: &str = ".staging";
+
 /// Why a store operation failed.
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -94,6 +98,8 @@ pub type Unnamed = (String, String);
 pub struct Store {
     inner: Arc<dyn ObjectStore>,
     root: KeyPath,
+    /// The directory of a directory store ([`Store::put_new`] writes there itself).
+    dir: Option<PathBuf>,
     location: String,
     runtime: tokio::runtime::Runtime,
 }
@@ -172,21 +178,21 @@ impl Store {
             .enable_all()
             .build()
             .map_err(|e| bad(format!("cannot start the I/O runtime: {e}")))?;
-        let (inner, root): (Arc<dyn ObjectStore>, KeyPath) = match Kind::parse(location)? {
+        let (inner, root, dir): (Arc<dyn ObjectStore>, KeyPath, _) = match Kind::parse(location)? {
             Kind::Directory(dir) => {
                 std::fs::create_dir_all(&dir)
                     .map_err(|e| bad(format!("cannot create the directory: {e}")))?;
                 let fs = LocalFileSystem::new_with_prefix(&dir)
                     .map_err(|e| bad(e.to_string()))?
                     .with_fsync(true);
-                (Arc::new(fs), KeyPath::default())
+                (Arc::new(fs), KeyPath::default(), Some(dir))
             }
             Kind::S3 { bucket, prefix } => {
                 let store = open_s3(&bucket, options).map_err(bad)?;
-                (store, KeyPath::from(prefix.as_str()))
+                (store, KeyPath::from(prefix.as_str()), None)
             }
         };
-        Ok(Store { inner, root, location: location.to_string(), runtime })
+        Ok(Store { inner, root, dir, location: location.to_string(), runtime })
     }
 
     /// The location this store was opened from.
@@ -223,7 +229,15 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::Operation`] for any failure other than an existing object.
+    ///
+    /// On a directory the object is written under [`STAGING_DIR`] first and then linked to its
+    /// name (a hard link, which fails if the name exists), so a writer killed mid-put leaves at
+    /// most a file in [`STAGING_DIR`], never one beside the object's name. (object_store's own
+    /// create-only put stages beside the name, as `NAME#N`, and a `kill -9` left that for good.)
     pub fn put_new(&self, key: &str, bytes: Vec<u8>) -> Result<Created, StoreError> {
+        if let Some(dir) = &self.dir {
+            return self.put_new_in(dir, key, &bytes);
+        }
         let opts = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
         let path = self.path(key);
         match self.runtime.block_on(self.inner.put_opts(&path, PutPayload::from(bytes), opts)) {
@@ -231,6 +245,52 @@ impl Store {
             Err(object_store::Error::AlreadyExists { .. }) => Ok(Created::AlreadyExists),
             Err(e) => Err(self.err("put", key, e)),
         }
+    }
+
+    /// [`Store::put_new`] on the directory `dir`: staged in [`STAGING_DIR`], synced, then
+    /// hard-linked to the key's path.
+    fn put_new_in(
+        &self,
+        dir: &std::path::Path,
+        key: &str,
+        bytes: &[u8],
+    ) -> Result<Created, StoreError> {
+        use std::io::Write;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let fail = |e: std::io::Error| self.err("put", key, e);
+        let parts: Vec<&str> = key.split('/').filter(|p| !p.is_empty()).collect();
+        if parts.is_empty() || parts.iter().any(|p| *p == "." || *p == ".." || p.contains('#')) {
+            return Err(self.err("put", key, "not a key a directory store can hold"));
+        }
+        let target = parts.iter().fold(dir.to_path_buf(), |p, part| p.join(part));
+        let staging = dir.join(STAGING_DIR);
+        std::fs::create_dir_all(&staging).map_err(fail)?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let tmp = staging.join(format!(
+            "{}-{nanos}-{}.part",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let result = (|| {
+            let mut f = std::fs::File::create_new(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            match std::fs::hard_link(&tmp, &target) {
+                Ok(()) => Ok(Created::New),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    Ok(Created::AlreadyExists)
+                }
+                Err(e) => Err(e),
+            }
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        result.map_err(fail)
     }
 
     /// Writes the object `key`, replacing any: readers see the old body or the new one.
@@ -494,6 +554,35 @@ mod tests {
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }
         assert!(Kind::parse("gs://b").unwrap_err().to_string().contains("s3://"));
+    }
+
+    #[test]
+    fn a_directory_put_stages_outside_the_objects_names_and_never_overwrites() {
+        let dir = std::env::temp_dir().join(format!("xqz-store-stage-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
+        assert_eq!(store.put_new("shards/ab/000001.npz", b"first".to_vec()).unwrap(), Created::New);
+        assert_eq!(
+            store.put_new("shards/ab/000001.npz", b"second".to_vec()).unwrap(),
+            Created::AlreadyExists
+        );
+        assert_eq!(std::fs::read(dir.join("shards/ab/000001.npz")).unwrap(), b"first");
+        // Nothing but the object beside its name, nothing left in the staging folder.
+        let names: Vec<_> = std::fs::read_dir(dir.join("shards/ab"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["000001.npz"]);
+        assert_eq!(std::fs::read_dir(dir.join(STAGING_DIR)).unwrap().count(), 0);
+        // What a killed writer leaves in the staging folder is not listed as an object.
+        std::fs::write(dir.join(STAGING_DIR).join("1-2-3.part"), b"partial").unwrap();
+        let listed = store.list_after("shards/ab", None).unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(store.get("shards/ab/000001.npz").unwrap().unwrap(), b"first");
+        for bad in ["", "shards/../x", "a/#1"] {
+            assert!(store.put_new(bad, b"x".to_vec()).is_err(), "{bad:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[cfg(unix)]
