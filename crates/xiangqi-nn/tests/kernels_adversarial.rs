@@ -1,5 +1,7 @@
 //! Adversarial checks of the CPU kernels against burn's folded forward pass (temporary).
 
+mod common;
+use common::real_planes;
 use xiangqi::Game;
 use xiangqi_nn::{
     GlobalKind, InferenceNet, InferencePath, Logits, Net, NetConfig, TrainBatch, TrainConfig,
@@ -11,25 +13,6 @@ type Janggi = xiangqi::janggi::Game;
 
 fn no_warmup() -> TrainConfig {
     TrainConfig { warmup_steps: 0, ..TrainConfig::default() }
-}
-
-fn real_planes<G: GameEnv>(n: usize, seed: u64) -> Vec<f32> {
-    let new = || G::new_game(G::start_position(G::default_rules()), G::default_rules());
-    let mut game = new();
-    let mut state = seed;
-    let mut out = vec![0.0; n * G::INPUT_SIZE];
-    for chunk in out.chunks_exact_mut(G::INPUT_SIZE) {
-        game.encode_planes(chunk);
-        let moves = game.legal_moves_vec();
-        if moves.is_empty() || game.moves().len() > 150 {
-            game = new();
-            continue;
-        }
-        state =
-            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        SearchGame::play(&mut game, moves[(state >> 33) as usize % moves.len()]);
-    }
-    out
 }
 
 fn planes_of(encoding: Encoding, n: usize, seed: u64) -> Vec<f32> {

@@ -1,5 +1,7 @@
 //! Integration tests of the network crate on tiny nets (CPU backend).
 
+mod common;
+use common::real_planes;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
@@ -553,26 +555,6 @@ fn a_value_weight_of_zero_teaches_the_value_head_nothing() {
     let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
     let m = trainer.step(&b).unwrap();
     assert!(m.value_loss > 0.3, "{m:?}");
-}
-
-/// Input planes of `n` positions of game `G` along a pseudo-random line of legal moves.
-fn real_planes<G: xiangqi_search::GameEnv>(n: usize, seed: u64) -> Vec<f32> {
-    let new = || G::new_game(G::start_position(G::default_rules()), G::default_rules());
-    let mut game = new();
-    let mut state = seed;
-    let mut out = vec![0.0; n * G::INPUT_SIZE];
-    for chunk in out.chunks_exact_mut(G::INPUT_SIZE) {
-        game.encode_planes(chunk);
-        let moves = game.legal_moves_vec();
-        if moves.is_empty() || game.moves().len() > 150 {
-            game = new();
-            continue;
-        }
-        state =
-            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        SearchGame::play(&mut game, moves[(state >> 33) as usize % moves.len()]);
-    }
-    out
 }
 
 /// The CPU kernels (the default path on the CPU) against burn's operations on the same folded

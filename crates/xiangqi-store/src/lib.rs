@@ -423,13 +423,7 @@ impl Store {
             .runtime
             .block_on(self.inner.list_with_delimiter(Some(&prefix)))
             .map_err(|e| self.err("list", dir, e))?;
-        let mut out: Vec<String> = listed
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename().map(str::to_string))
-            .collect();
-        out.sort();
-        Ok(out)
+        Ok(dir_names(&listed))
     }
 
     /// [`Store::list_after`] that passes over the objects whose names the store cannot turn
@@ -479,15 +473,7 @@ impl Store {
     pub fn list_dirs_lossy(&self, dir: &str) -> Result<(Vec<String>, Vec<Unnamed>), StoreError> {
         let prefix = self.path(dir);
         match self.runtime.block_on(self.inner.list_with_delimiter(Some(&prefix))) {
-            Ok(listed) => {
-                let mut out: Vec<String> = listed
-                    .common_prefixes
-                    .iter()
-                    .filter_map(|p| p.filename().map(str::to_string))
-                    .collect();
-                out.sort();
-                Ok((out, Vec::new()))
-            }
+            Ok(listed) => Ok((dir_names(&listed), Vec::new())),
             Err(object_store::Error::InvalidPath { .. }) => {
                 let (entries, unnamed) = self.list_after_lossy(dir, None)?;
                 let base = format!("{}/", dir.trim_matches('/'));
@@ -531,6 +517,14 @@ fn open_s3(bucket: &str, options: &[(String, String)]) -> Result<Arc<dyn ObjectS
 #[cfg(not(feature = "s3"))]
 fn open_s3(_bucket: &str, _options: &[(String, String)]) -> Result<Arc<dyn ObjectStore>, String> {
     Err("this build has no S3 client: build xqz with the `s3` feature (on by default)".into())
+}
+
+/// The names of the folders a delimited listing found, in order.
+fn dir_names(listed: &object_store::ListResult) -> Vec<String> {
+    let mut out: Vec<String> =
+        listed.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_string)).collect();
+    out.sort();
+    out
 }
 
 #[cfg(test)]
