@@ -921,3 +921,48 @@ fn a_flipped_byte_in_any_file_of_a_net_is_refused_naming_the_file() {
     }
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// `--hours H` stops a run that would go on by itself after H hours of wall time, with a
+/// checkpoint of the steps taken and a line that says why; the run resumes from there. A value
+/// that is not a positive number of hours is refused before anything is written.
+#[test]
+fn hours_stops_the_run_on_time_with_a_checkpoint_that_resumes() {
+    let dir = run_dir("hours");
+    // Budgets far beyond what 12 seconds buy: only --hours can stop it.
+    let config = tiny_with("hours", &[("max_steps", "100000000"), ("arena_every", "0")]);
+    let config = config.to_str().unwrap();
+    let limit = 12.0;
+    let started = Instant::now();
+    let out = train(&dir, &["--config", config, "--hours", &format!("{}", limit / 3600.0)]);
+    let took = started.elapsed().as_secs_f64();
+    let log = stderr(&out);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("time is up:"), "no time-up line:\n{log}");
+    assert!(log.contains("time limit of this invocation was reached"), "{log}");
+    assert!(log.contains("to go on: xqz train --resume"), "{log}");
+    // It stopped at the limit, not at the end of a budget: at least the limit, and within one
+    // optimizer step or self-play move of it (generous for a loaded machine).
+    assert!(took >= limit, "stopped after {took:.1} s, before the {limit} s limit:\n{log}");
+    assert!(took < limit + 60.0, "stopped {took:.1} s after the start for a {limit} s limit");
+    let ckpts = checkpoints(&dir);
+    let last = ckpts.last().expect("a checkpoint");
+    let steps = manifest_step(&dir.join("checkpoints").join(last));
+    assert!(steps > 0, "the checkpoint {last} holds no step after {took:.1} s");
+
+    let again = train(&dir, &["--resume", "--iterations", "1"]);
+    let log2 = stderr(&again);
+    assert!(again.status.success(), "{log2}");
+    assert!(
+        log2.contains(&format!("{steps} steps)")),
+        "resumed elsewhere than step {steps}:\n{log2}"
+    );
+
+    for bad in ["0", "-1", "nan", "inf", "1h", "9000"] {
+        let fresh = run_dir(&format!("hours-bad-{}", bad.len()));
+        let out = train(&fresh, &["--config", config, &format!("--hours={bad}")]);
+        assert!(!out.status.success(), "--hours {bad} was accepted");
+        assert!(stderr(&out).contains("--hours"), "--hours {bad}: {}", stderr(&out));
+        assert!(!fresh.exists(), "--hours {bad} created {}", fresh.display());
+    }
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -62,9 +62,16 @@ pub struct Args {
     /// Threads for self-play and the network (overrides `selfplay.threads`; 0 = all cores).
     #[arg(long)]
     threads: Option<u32>,
-    /// Stop after this many iterations (in addition to the config's budgets).
+    /// Stop after this many iterations of this invocation (in addition to the config's
+    /// budgets, which may stop the run first: a store run's iteration takes whole shards, so it
+    /// can take more steps than `loop.games_per_iteration` alone would).
     #[arg(long)]
     iterations: Option<u64>,
+    /// Stop after this many hours of wall time of this invocation (e.g. 1, or 0.25 for 15
+    /// minutes): the run stops as Ctrl-C stops it, mid-iteration if need be, writes a
+    /// checkpoint and can go on with --resume. The progress line shows the time left.
+    #[arg(long, value_name = "H", value_parser = parse_hours)]
+    hours: Option<f64>,
     /// No progress bar (log lines only).
     #[arg(long)]
     quiet: bool,
@@ -78,8 +85,19 @@ pub struct Args {
     store: Option<String>,
 }
 
+/// `--hours`: a finite number of hours above 0 and at most a year.
+fn parse_hours(text: &str) -> Result<f64, String> {
+    let h: f64 = text.trim().parse().map_err(|_| format!("'{text}' is not a number of hours"))?;
+    if h.is_finite() && h > 0.0 && h <= 24.0 * 366.0 {
+        Ok(h)
+    } else {
+        Err(format!("{text}: must be above 0 and at most 8784 (a year)"))
+    }
+}
+
 /// Runs the command.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
     let (mut config, name) = load_config(args)?;
     if let Some(t) = args.threads {
         config.selfplay.threads = t;
@@ -211,7 +229,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             errln!("\ninterrupt: finishing the current step and writing a checkpoint");
         });
     }
-    let mut observer = CliObserver::new(&run_dir, stop, args.quiet, &config)?;
+    let deadline = args.hours.map(|h| started + Duration::from_secs_f64(h * 3600.0));
+    let mut observer = CliObserver::new(&run_dir, stop, args.quiet, &config, deadline)?;
     errln!(
         "xqz train: run '{}' in {} on device {} ({} iterations done, {} steps); TensorBoard: tensorboard --logdir {}",
         name,
@@ -232,6 +251,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     errln!(
         "{}: {} iterations, {} optimizer steps, {} self-play samples, {:.1} min; checkpoint {}",
         match reason {
+            StopReason::Interrupted if observer.timed_out => "time is up",
             StopReason::Interrupted => "stopped",
             StopReason::Budget => "budget spent",
             StopReason::Iterations => "done",
@@ -242,6 +262,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         training.elapsed().as_secs_f64() / 60.0,
         dir.display()
     );
+    if reason == StopReason::Interrupted && observer.timed_out {
+        errln!(
+            "--hours {}: the time limit of this invocation was reached",
+            args.hours.unwrap_or(0.0)
+        );
+    }
+    if let (Some(n), StopReason::Budget) = (args.iterations, reason)
+        && observer.iterations_done < n
+    {
+        errln!(
+            "--iterations {n}: {} done in this invocation when the config's budget stopped the run",
+            observer.iterations_done
+        );
+    }
     if reason == StopReason::Interrupted {
         errln!(
             "to go on: xqz train --resume --run-dir {}{}",
@@ -440,6 +474,17 @@ struct CliObserver {
     elapsed_mark: (f64, Instant),
     last_flush: Instant,
     headline: String,
+    /// `--hours`: when this invocation stops, and whether it stopped for that.
+    deadline: Option<Instant>,
+    timed_out: bool,
+    /// The config's time and step budgets (0 = none), for the time left in the progress line.
+    max_hours: f64,
+    max_steps: u64,
+    /// Iterations reported in this invocation.
+    iterations_done: u64,
+    /// Optimizer steps and elapsed run seconds when this invocation started, and the newest
+    /// step, for the step budget's rate.
+    first_step: Option<(u64, Instant)>,
 }
 
 /// Brings a CSV file written by an earlier version up to `header`: when its header is a
@@ -516,6 +561,7 @@ impl CliObserver {
         stop: Arc<AtomicBool>,
         quiet: bool,
         config: &ConfigFile,
+        deadline: Option<Instant>,
     ) -> anyhow::Result<CliObserver> {
         let tb_dir = run_dir.join("tensorboard");
         fs::create_dir_all(&tb_dir)
@@ -548,12 +594,47 @@ impl CliObserver {
             elapsed_mark: (0.0, Instant::now()),
             last_flush: Instant::now(),
             headline: String::new(),
+            deadline,
+            timed_out: false,
+            max_hours: config.run.max_hours,
+            max_steps: config.run.max_steps,
+            iterations_done: 0,
+            first_step: None,
         })
     }
 
     /// Seconds the run has been going, summed over resumes (as `metrics.csv` counts them).
     fn run_elapsed(&self) -> f64 {
         self.elapsed_mark.0 + self.elapsed_mark.1.elapsed().as_secs_f64()
+    }
+
+    /// The time left until the run stops by itself, when it can be told: the nearest of
+    /// `--hours`, `loop.max_hours` and `loop.max_steps` at this invocation's step rate so far.
+    fn time_left(&self, step: Option<u64>) -> Option<Duration> {
+        let mut left: Option<f64> = None;
+        let mut nearest = |s: f64| left = Some(left.map_or(s, |l: f64| l.min(s)));
+        if let Some(d) = self.deadline {
+            nearest(d.saturating_duration_since(Instant::now()).as_secs_f64());
+        }
+        if self.max_hours > 0.0 {
+            nearest((self.max_hours * 3600.0 - self.run_elapsed()).max(0.0));
+        }
+        if let (Some(step), Some((first, since))) = (step, self.first_step)
+            && self.max_steps > 0
+            && step > first
+        {
+            let rate = (step - first) as f64 / since.elapsed().as_secs_f64().max(1e-9);
+            nearest(self.max_steps.saturating_sub(step) as f64 / rate);
+        }
+        left.map(Duration::from_secs_f64)
+    }
+
+    /// `| left 1:02:03` for the progress line, or nothing.
+    fn left_text(&self, step: Option<u64>) -> String {
+        self.time_left(step).map_or(String::new(), |d| {
+            let s = d.as_secs();
+            format!(" | left {}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+        })
     }
 
     fn log(&self, line: &str) {
@@ -603,19 +684,24 @@ impl CliObserver {
 impl Observer for CliObserver {
     fn iteration_started(&mut self, iteration: u64) {
         self.iteration = iteration;
-        self.bar.set_message(format!("iteration {iteration}: self-play {}", self.headline));
+        self.bar.set_message(format!(
+            "iteration {iteration}: self-play {}{}",
+            self.headline,
+            self.left_text(None)
+        ));
     }
 
     fn selfplay_progress(&mut self, stats: &SelfPlayStats) {
         let secs = stats.elapsed.as_secs_f64().max(1e-9);
         self.bar.set_message(format!(
-            "iteration {}: self-play {}/{} games, {:.0} sims/s, batch fill {:.0}% {}",
+            "iteration {}: self-play {}/{} games, {:.0} sims/s, batch fill {:.0}% {}{}",
             self.iteration,
             stats.games_finished,
             self.games_per_iteration,
             stats.simulations as f64 / secs,
             100.0 * stats.batch_fill(),
-            self.headline
+            self.headline,
+            self.left_text(None)
         ));
     }
 
@@ -629,9 +715,18 @@ impl Observer for CliObserver {
         self.scalar("value/accuracy", f64::from(m.value_accuracy), s);
         self.scalar("train/learning_rate", m.learning_rate, s);
         self.scalar("train/grad_norm", f64::from(m.grad_norm), s);
+        if self.first_step.is_none() {
+            self.first_step = Some((s, Instant::now()));
+        }
         self.bar.set_message(format!(
-            "iteration {}: training step {} loss {:.3} (policy {:.3}, value {:.3}) {}",
-            self.iteration, s, m.loss, m.policy_loss, m.value_loss, self.headline
+            "iteration {}: training step {} loss {:.3} (policy {:.3}, value {:.3}) {}{}",
+            self.iteration,
+            s,
+            m.loss,
+            m.policy_loss,
+            m.value_loss,
+            self.headline,
+            self.left_text(Some(s))
         ));
         if self.last_flush.elapsed() > Duration::from_secs(10) {
             self.tb_flush();
@@ -641,6 +736,7 @@ impl Observer for CliObserver {
 
     fn iteration(&mut self, r: &IterationReport) {
         self.elapsed_mark = (r.elapsed.as_secs_f64(), Instant::now());
+        self.iterations_done += 1;
         let it = r.iteration;
         let st = &r.selfplay.stats;
         let secs = r.selfplay.elapsed.as_secs_f64();
@@ -786,13 +882,14 @@ impl Observer for CliObserver {
             }
         };
         self.log(&format!(
-            "iteration {it}: {games}, {} steps, loss {:.3} (policy {:.3}, value {:.3}), window {} samples, {:.1} min",
+            "iteration {it}: {games}, {} steps, loss {:.3} (policy {:.3}, value {:.3}), window {} samples, {:.1} min{}",
             r.steps,
             m.loss,
             m.policy_loss,
             m.value_loss,
             r.window_samples,
-            r.elapsed.as_secs_f64() / 60.0
+            r.elapsed.as_secs_f64() / 60.0,
+            self.left_text(Some(r.total_steps))
         ));
     }
 
@@ -838,7 +935,10 @@ impl Observer for CliObserver {
     }
 
     fn should_stop(&mut self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.timed_out = true;
+        }
+        self.timed_out || self.stop.load(Ordering::SeqCst)
     }
 
     fn warning(&mut self, message: &str) {
