@@ -1,9 +1,9 @@
 //! `xqz train [--config FILE] [--run-dir DIR] [--resume] [--threads N] [--iterations N]
-//! [--device D]`.
+//! [--hours H] [--device D]`.
 //!
 //! Runs the training loop of `xiangqi_train::pipeline` (self-play → replay window → optimizer
 //! steps → checkpoints → arena) until Ctrl-C (which checkpoints and exits cleanly), a budget of
-//! the config's `[loop]` section, or `--iterations`.
+//! the config's `[loop]` section, `--iterations` or `--hours`.
 //!
 //! The run directory (default `runs/<config name>`) receives:
 //!
