@@ -719,6 +719,8 @@ fn tiny_toml_stops_by_itself() {
     use std::io::Read as _;
     child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
     assert!(log.contains("budget spent"), "{log}");
+    // The line names the budget that stopped it: tiny.toml's max_steps (it has no other).
+    assert!(log.contains("budget is spent (loop.max_steps = 600)"), "{log}");
     let _ = fs::remove_dir_all(&dir);
 }
 

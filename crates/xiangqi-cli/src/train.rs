@@ -291,12 +291,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     if reason == StopReason::Budget {
         let r = &config.run;
+        let mut spent = Vec::new();
+        if r.max_steps > 0 && training.trainer().step_count() >= r.max_steps {
+            spent.push(format!("loop.max_steps = {}", r.max_steps));
+        }
+        if r.max_samples > 0 && training.total_samples() >= r.max_samples {
+            spent.push(format!("loop.max_samples = {}", r.max_samples));
+        }
+        if r.max_hours > 0.0 && training.elapsed().as_secs_f64() >= r.max_hours * 3600.0 {
+            spent.push(format!("loop.max_hours = {}", r.max_hours));
+        }
         errln!(
-            "the config's budget is spent (loop.max_steps = {}, loop.max_samples = {}, \
-             loop.max_hours = {}; 0 = no limit): to go on, resume with a --config that raises it",
-            r.max_steps,
-            r.max_samples,
-            r.max_hours
+            "the config's budget is spent ({}): to go on, resume with a --config that raises it",
+            spent.join(", ")
         );
     }
     Ok(ExitCode::SUCCESS)
