@@ -316,24 +316,86 @@ fn a_run_killed_at_any_moment_resumes_cleanly() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// How many optimizer steps of this run directory have reached TensorBoard: each step adds one
+/// `loss/total` scalar, and tensorboard-rs writes each event to its file as it comes
+/// (unbuffered), so the count follows the training as it goes.
+fn logged_steps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir.join("tensorboard")) else { return 0 };
+    entries
+        .flatten()
+        .filter_map(|e| fs::read(e.path()).ok())
+        .map(|b| b.windows(10).filter(|w| *w == b"loss/total").count())
+        .sum()
+}
+
+/// Polls `done` every 20 ms until it holds; fails, saying it timed out waiting for `what`, after
+/// `secs` seconds (generous: the CI machine is a loaded two-core box).
+fn wait_until(secs: u64, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "timed out after {secs} s waiting for {what}"
+        );
+        sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn ctrl_c_writes_a_checkpoint_and_exits_cleanly() {
     let dir = run_dir("sigint");
-    let child = spawn_tiny(&dir, &[]);
-    // Wait for the first iteration's checkpoint, then interrupt.
-    let start = Instant::now();
-    while checkpoints(&dir).len() < 2 && start.elapsed() < Duration::from_secs(60) {
-        sleep(Duration::from_millis(100));
-    }
+    // Iterations whose training takes a few seconds (about 380 steps), so that the interrupt
+    // lands in the second one's: the steps it took so far must reach a checkpoint.
+    let config = tiny_with("sigint", &[("train_ratio", "40.0"), ("arena_every", "0")]);
+    let child = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("xqz runs");
+    // The first iteration's checkpoint, then a step of the second iteration.
+    let first = dir.join("checkpoints/ckpt-000001");
+    wait_until(120, "the first iteration's checkpoint", || first.join("manifest.toml").is_file());
+    let first_steps = manifest_step(&first);
+    wait_until(120, "a training step of the second iteration", || {
+        logged_steps(&dir) as u64 > first_steps
+    });
+    assert_eq!(checkpoints(&dir).len(), 2, "the second iteration ended before the interrupt");
     let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("interrupt") && err.contains("stopped"), "{err}");
+    // The stop line: one iteration done, the steps taken, and the checkpoint that holds them.
+    let line = err.lines().find(|l| l.starts_with("stopped: ")).expect("a stop line");
+    let steps: u64 = line
+        .split(", ")
+        .find_map(|f| f.strip_suffix(" optimizer steps"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no step count in {line}"));
+    assert!(line.starts_with("stopped: 1 iterations, "), "{line}");
+    assert!(steps > first_steps, "{line}");
+    // Checkpoints are numbered by the iterations done: the steps of the second iteration so
+    // far are written over the first iteration's checkpoint, marked as steps into iteration 2.
+    assert!(line.ends_with(&format!("checkpoint {}", first.display())), "{line}");
+    assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000001"], "{err}");
+    assert_eq!(manifest_step(&first), steps, "the checkpoint holds every step taken");
+    assert_eq!(manifest_counter(&first, "iteration"), 1);
+    assert_eq!(manifest_counter(&first, "steps_in_iteration"), steps - first_steps);
+    // A resume goes on from those steps and finishes the second iteration.
     let o = train(&dir, &["--resume", "--iterations", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("(1 iterations done, {steps} steps)")), "{}", stderr(&o));
+    let second = dir.join("checkpoints/ckpt-000002");
+    assert_eq!(manifest_counter(&second, "iteration"), 2);
+    assert_eq!(manifest_counter(&second, "steps_in_iteration"), 0);
+    assert!(manifest_step(&second) > steps);
     let _ = fs::remove_dir_all(&dir);
+    let _ = fs::remove_file(&config);
 }
 
 #[test]
@@ -619,12 +681,13 @@ fn ctrl_c_in_the_first_iteration_keeps_its_steps() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while !dir.join("shards/shard-000001.npz").exists() && start.elapsed() < Duration::from_secs(60)
-    {
-        sleep(Duration::from_millis(5));
-    }
-    sleep(Duration::from_millis(200));
+    // A step of the first iteration taken, and the iteration not yet over.
+    wait_until(120, "the first training step", || logged_steps(&dir) > 0);
+    assert_eq!(
+        checkpoints(&dir),
+        ["ckpt-000000"],
+        "the first iteration ended before the interrupt"
+    );
     let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
