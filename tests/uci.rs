@@ -537,3 +537,191 @@ fn janggi_moves_after_the_no_capture_limit_are_answered_for_the_side_to_move() {
     e.send("quit");
     assert!(e.finish().success());
 }
+
+/// Lines of the `info string` kind among `lines`.
+fn info_strings(lines: &[String]) -> Vec<&String> {
+    lines.iter().filter(|l| l.starts_with("info string ")).collect()
+}
+
+/// Without a network the engine says, at the end of the handshake and at every `go`, that it
+/// searches with uniform priors; in both dialects.
+#[test]
+fn without_a_network_the_engine_says_so_at_uciok_and_at_each_go() {
+    let says_uniform =
+        |l: &&String| l.starts_with("info string no network loaded") && l.contains("uniform");
+    for (hello, ok) in [("uci", "uciok"), ("ucci", "ucciok")] {
+        let mut e = Engine::start();
+        e.send(hello);
+        let lines = e.until(Duration::from_secs(5), |l| l == ok);
+        assert!(info_strings(&lines).iter().any(says_uniform), "{hello}: {lines:?}");
+        e.send("position startpos");
+        for _ in 0..2 {
+            e.send("go depth 2");
+            let (lines, _) = e.bestmove(Duration::from_secs(10));
+            let notes = info_strings(&lines).into_iter().filter(|l| says_uniform(l)).count();
+            assert_eq!(notes, 1, "{lines:?}");
+        }
+        e.send("quit");
+        assert!(e.finish().success());
+    }
+}
+
+/// `Rules` belongs to the game it was set for: switching `UCI_Variant` gives the other game
+/// its own rule set (its default until set) without an error, and switching back restores
+/// the one set before.
+#[test]
+fn each_game_keeps_its_own_rules_across_variant_switches() {
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    let rules_now = |e: &mut Engine| -> String {
+        e.send("d");
+        let d = e.until(Duration::from_secs(5), |l| l.starts_with("info string fen"));
+        word_after(d.last().unwrap(), "rules").unwrap().to_string()
+    };
+    e.send("setoption name Rules value simple");
+    assert_eq!(rules_now(&mut e), "simple");
+    e.send("setoption name UCI_Variant value janggi");
+    let got = e.ready();
+    assert!(!got.iter().any(|l| l.contains("option Rules")), "no Rules error: {got:?}");
+    assert_eq!(rules_now(&mut e), "site", "janggi starts with its default");
+    e.send("setoption name Rules value traditional");
+    assert_eq!(rules_now(&mut e), "traditional");
+    e.send("setoption name UCI_Variant value xiangqi");
+    let got = e.ready();
+    assert!(!got.iter().any(|l| l.contains("option Rules")), "no Rules error: {got:?}");
+    assert_eq!(rules_now(&mut e), "simple", "xiangqi's own setting again");
+    e.send("setoption name UCI_Variant value janggi");
+    e.ready();
+    assert_eq!(rules_now(&mut e), "traditional", "janggi's own setting again");
+    e.send("quit");
+    assert!(e.finish().success());
+}
+
+/// Negative and malformed numbers in `go` are explained in an `info string` naming the key,
+/// and the engine still answers with a legal move; a negative clock is no time left.
+#[test]
+fn negative_and_garbage_go_values_are_explained() {
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    e.send("position startpos");
+    let start = Game::new(Position::start(), RuleSet::Asian);
+    for (go, key) in [
+        ("go movetime -5 nodes 30", "movetime"),
+        ("go nodes -3 depth 2", "nodes"),
+        ("go movetime abc nodes 30", "movetime"),
+        ("go winc -10 wtime 2000 btime 2000", "winc"),
+        ("go depth -1 nodes 30", "depth"),
+    ] {
+        e.send(go);
+        let (lines, best) = e.bestmove(Duration::from_secs(10));
+        assert!(
+            info_strings(&lines)
+                .iter()
+                .any(|l| l.starts_with("info string go: bad value")
+                    && l.contains(&format!("for {key}"))),
+            "{go}: {lines:?}"
+        );
+        assert_legal(&start, &best);
+    }
+    e.send("go wtime -100 btime 5000");
+    let (lines, best) = e.bestmove(Duration::from_secs(10));
+    assert!(
+        info_strings(&lines).iter().any(|l| l.contains("negative wtime") && l.contains("0 ms")),
+        "{lines:?}"
+    );
+    assert_legal(&start, &best);
+    e.send("quit");
+    assert!(e.finish().success());
+}
+
+/// After a verdict of the rules `d` shows the GUI's position with its real clocks: plies since
+/// the last capture and the move number go on through the verdict (the search's own copy of
+/// the position starts them afresh).
+#[test]
+fn d_shows_the_real_clocks_after_a_verdict() {
+    // The start position a third time after 8 plies, then three more quiet moves: 11 plies,
+    // no capture, Black to move in move 6.
+    let moves = "h2h3 h7h6 h3h2 h6h7 h2h3 h7h6 h3h2 h6h7 h2h3 h9g7 h0g2";
+    let mut pos = Position::start();
+    for m in moves.split(' ') {
+        pos.play(pos.parse_uci(m).unwrap()).unwrap();
+    }
+    assert!(pos.fen().ends_with(" b - - 11 6"), "{}", pos.fen());
+    // Janggi: 201 passes (the no-capture limit is reached at 200).
+    let mut jpos = xiangqi::janggi::Position::start(xiangqi::janggi::Rules::Site);
+    let mut passes = Vec::new();
+    for _ in 0..201 {
+        let pass = jpos.pass();
+        passes.push(pass.to_string());
+        jpos.play(pass).unwrap();
+    }
+    assert!(jpos.fen().ends_with(" b - - 201 101"), "{}", jpos.fen());
+
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    e.send(&format!("position startpos moves {moves}"));
+    e.send("d");
+    let d = e.until(Duration::from_secs(5), |l| l.starts_with("info string fen"));
+    let d = d.last().unwrap();
+    assert!(d.starts_with(&format!("info string fen {} rules", pos.fen())), "{d}");
+    assert!(d.contains("repetition"), "{d}");
+    e.send("setoption name UCI_Variant value janggi");
+    e.send(&format!("position startpos moves {}", passes.join(" ")));
+    e.send("d");
+    let d = e.until(Duration::from_secs(5), |l| l.starts_with("info string fen"));
+    let d = d.last().unwrap();
+    assert!(d.starts_with(&format!("info string fen {} rules", jpos.fen())), "{d}");
+    e.send("quit");
+    assert!(e.finish().success());
+}
+
+/// An engine started without `--net` that is given a janggi network through `NetPath` alone
+/// (no `UCI_Variant`) becomes a janggi engine: the manifest names the game, an `info string`
+/// says so, and the engine answers janggi positions with janggi moves.
+#[test]
+fn a_janggi_net_given_by_net_path_alone_switches_the_engine_to_janggi() {
+    let dir = std::env::temp_dir().join(format!("xqz-uci-netpath-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let config =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/janggi-tiny.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["train", "--iterations", "1", "--quiet", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let mut e = Engine::start();
+    e.send("uci");
+    e.until(Duration::from_secs(5), |l| l == "uciok");
+    e.send(&format!("setoption name NetPath value {}", dir.display()));
+    let got = e.ready();
+    assert!(
+        info_strings(&got).iter().any(|l| l.contains("network loaded") && l.contains("janggi")),
+        "{got:?}"
+    );
+    e.send("position startpos moves e3e4");
+    e.send("go nodes 30");
+    let (lines, best) = e.bestmove(Duration::from_secs(20));
+    assert!(
+        !info_strings(&lines).iter().any(|l| l.contains("no network")),
+        "the network plays: {lines:?}"
+    );
+    let mut jpos = xiangqi::janggi::Position::start(xiangqi::janggi::Rules::Site);
+    jpos.play(jpos.parse_uci("e3e4").unwrap()).unwrap();
+    let mv = word_after(&best, "bestmove").unwrap();
+    let m = jpos.parse_uci(mv).unwrap_or_else(|err| panic!("{best}: {err}"));
+    assert!(jpos.legal_moves().contains(&m), "{best}");
+    // The network now fixes the game.
+    e.send("setoption name UCI_Variant value xiangqi");
+    let got = e.ready();
+    assert!(info_strings(&got).iter().any(|l| l.contains("plays janggi")), "{got:?}");
+    e.send("quit");
+    assert!(e.finish().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,7 +14,7 @@
 //! | `go` with `nodes`, `movetime`, `depth`, `wtime btime winc binc movestogo`, `infinite`, `ponder`, `searchmoves`; UCCI `time increment opptime oppincrement movestogo depth nodes` | `info ...` lines, then `bestmove M [ponder P]`; `bestmove (none)` (UCI) or `nobestmove` (UCCI) without a legal move |
 //! | `stop` | the running search ends and prints `bestmove` within milliseconds |
 //! | `ponderhit` | a `go ponder` search now runs under its time limit |
-//! | `d` | `info string` with the FEN and the verdict of the rules |
+//! | `d` | `info string` with the GUI's position as FEN (its real clocks, also after a verdict), the rules and the verdict |
 //! | `quit` | ends (UCCI: after `bye`) |
 //!
 //! Options (UCI names; UCCI takes them in lower case, and `hashsize` for `Hash`):
@@ -28,8 +28,12 @@
 //! milliseconds instead of seconds). Janggi moves are UCI with ranks 0–9, a pass written as the
 //! general's point twice.
 //!
-//! Robustness: an unknown command or option, a bad option value, an illegal move or a
-//! malformed FEN is answered by `info string ...`; the engine keeps a defined state (for a bad
+//! Without a network (no `--net`, no `NetPath` yet) the engine says at `uciok`/`ucciok` and at
+//! every `go`, in an `info string`, that it searches with uniform priors ([`NO_NETWORK`]).
+//!
+//! Robustness: an unknown command or option, a bad option value, a negative or malformed number
+//! in `go` (a negative `wtime`/`btime`/`time` is taken as no time left, said so), an illegal
+//! move or a malformed FEN is answered by `info string ...`; the engine keeps a defined state (for a bad
 //! FEN the previous position; for an illegal move the position before it). Lines longer than
 //! 1 MiB are refused. No input makes it panic or hang.
 //!
@@ -60,6 +64,15 @@ pub const NET_UNAVAILABLE: &str =
 
 /// Loads the evaluator for a `NetPath` value, or says why it cannot.
 pub type NetLoader<E> = Box<dyn Fn(&str) -> Result<E, String> + Send>;
+
+/// Says what is worth knowing about an evaluator before it plays (`None`: nothing), e.g. that
+/// there is no network.
+pub type EvaluatorNote<E> = Box<dyn Fn(&E) -> Option<String> + Send>;
+
+/// What `xqz uci` says at `uciok` and at every `go` while it has no network.
+pub const NO_NETWORK: &str = "no network loaded: searching with uniform priors and the rules' \
+                              terminal values only (weak play); start with --net DIR or send \
+                              setoption name NetPath value DIR";
 
 /// Longest input line accepted.
 const MAX_LINE: usize = 1 << 20;
@@ -126,6 +139,11 @@ pub struct Engine<E: Evaluator<G> + Send + 'static, G: GameEnv = Game> {
     banned: Vec<Move>,
     evaluator: Arc<Mutex<E>>,
     net_loader: Option<NetLoader<E>>,
+    /// What to say of the evaluator at `uciok` and at each `go`.
+    evaluator_note: Option<EvaluatorNote<E>>,
+    /// The real clocks (halfmove clock, fullmove number) of the GUI's position where [`play_on`]
+    /// last dropped the history, if it did: `game`'s clocks count from there.
+    clock_base: Option<(u32, u32)>,
     running: Option<Running>,
     /// Whether `UCI_Variant` offers only this game (a network fixes it).
     fixed_game: bool,
@@ -200,6 +218,8 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             banned: Vec::new(),
             evaluator: Arc::new(Mutex::new(evaluator)),
             net_loader: None,
+            evaluator_note: None,
+            clock_base: None,
             running: None,
             fixed_game: false,
         }
@@ -225,6 +245,21 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
     pub fn with_net_loader(mut self, loader: NetLoader<E>) -> Engine<E, G> {
         self.net_loader = Some(loader);
         self
+    }
+
+    /// Says `note(evaluator)` in an `info string` at `uciok`/`ucciok` and at each `go` (when it
+    /// says something).
+    pub fn with_evaluator_note(mut self, note: EvaluatorNote<E>) -> Engine<E, G> {
+        self.evaluator_note = Some(note);
+        self
+    }
+
+    /// The evaluator note, if there is one now (between searches).
+    fn evaluator_note(&mut self) -> Option<String> {
+        let note = self.evaluator_note.take()?;
+        let text = self.with_evaluator(|e| note(e));
+        self.evaluator_note = Some(note);
+        text
     }
 
     fn info(&self, text: &str) {
@@ -315,10 +350,13 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                     "option name NetPath type string default <empty>".to_string(),
                     format!("option name UCI_Variant type combo default {}{variants}", G::KIND),
                     format!("option name Rules type combo default {}{rules_vars}", defaults.rules),
-                    "uciok".to_string(),
                 ] {
                     self.out.line(&line);
                 }
+                if let Some(note) = self.evaluator_note() {
+                    self.info(&note);
+                }
+                self.out.line("uciok");
             }
             Dialect::Ucci => {
                 for line in [
@@ -335,31 +373,15 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                     ),
                     "option netpath type string default".to_string(),
                     format!("option rules type combo{rules_vars} default {}", defaults.rules),
-                    "ucciok".to_string(),
                 ] {
                     self.out.line(&line);
                 }
+                if let Some(note) = self.evaluator_note() {
+                    self.info(&note);
+                }
+                self.out.line("ucciok");
             }
         }
-    }
-
-    /// The text of `line` after its first standalone word `value` and one separator, exactly
-    /// as sent (a path may hold runs of spaces or end in one).
-    fn raw_value(line: &str) -> Option<&str> {
-        let mut offset = 0;
-        for word in line.split_ascii_whitespace() {
-            let start = offset + line[offset..].find(word)?;
-            offset = start + word.len();
-            if word == "value" {
-                let rest = &line[offset..];
-                let mut chars = rest.chars();
-                return Some(match chars.next() {
-                    Some(c) if c.is_ascii_whitespace() => chars.as_str(),
-                    _ => rest,
-                });
-            }
-        }
-        None
     }
 
     fn set_option(&mut self, words: &[&str], raw: &str) {
@@ -369,7 +391,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             match rest.iter().position(|w| *w == "value") {
                 Some(i) => (
                     rest[..i].join(" "),
-                    Self::raw_value(raw).map_or_else(|| rest[i + 1..].join(" "), str::to_string),
+                    raw_value(raw).map_or_else(|| rest[i + 1..].join(" "), str::to_string),
                 ),
                 None => (rest.join(" "), String::new()),
             }
@@ -397,9 +419,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                 spin(uci_search::MAX_SIMULATIONS).map(|v| self.options.simulations = v)
             }
             "netpath" => {
-                let path = value.trim_start();
-                let path =
-                    if path.trim().is_empty() || path.trim() == "<empty>" { "" } else { path };
+                let path = net_path_value(&value).unwrap_or_default();
                 match &self.net_loader {
                     _ if path.is_empty() => {
                         Err("option NetPath: no directory given; keeping the current network"
@@ -486,9 +506,19 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         let mut line = Vec::with_capacity(moves.len());
         let mut verdict = game.outcome().map(|o| (0, o));
         let mut refused = None;
+        let mut clock_base = None;
         for (k, text) in moves.iter().enumerate() {
+            // `play_on` drops the history (and resets the clocks) of a game the rules ended.
+            let base = if game.outcome().is_some() {
+                Some(real_clocks(&game, clock_base))
+            } else {
+                clock_base
+            };
             match game.parse_move(text.as_ref()).and_then(|m| play_on(&mut game, m).map(|()| m)) {
-                Ok(m) => line.push(m),
+                Ok(m) => {
+                    line.push(m);
+                    clock_base = base;
+                }
                 Err(e) => {
                     refused = Some((k, e));
                     break;
@@ -502,6 +532,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         self.start = start;
         self.line = line;
         self.verdict = verdict;
+        self.clock_base = clock_base;
         refused
     }
 
@@ -549,19 +580,18 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         let verdict = self.verdict.map_or_else(|| "* -".to_string(), |(_, o)| o.to_string());
         self.info(&format!(
             "fen {} rules {} plies {} outcome {verdict}",
-            G::position_fen(self.game.position()),
+            gui_fen(&self.game, self.clock_base),
             self.options.rules,
             self.line.len()
         ));
     }
 
-    /// Milliseconds, or seconds in UCCI unless `usemillisec` is on.
-    fn clock_value(&self, text: &str) -> Option<Duration> {
+    /// Milliseconds, or seconds in UCCI unless `usemillisec` is on (`movetime`: always
+    /// milliseconds); a finite number, negative ones kept as they are for the caller to judge.
+    fn clock_value(&self, key: &str, text: &str) -> Option<f64> {
         let v: f64 = text.parse().ok().filter(|v: &f64| v.is_finite())?;
-        let v = v.clamp(0.0, 1e12);
-        let ms =
-            if self.dialect == Dialect::Ucci && !self.options.usemillisec { v * 1000.0 } else { v };
-        Some(Duration::from_micros((ms * 1000.0) as u64))
+        let ucci_seconds = self.dialect == Dialect::Ucci && !self.options.usemillisec;
+        Some(if ucci_seconds && key != "movetime" { v * 1000.0 } else { v })
     }
 
     fn parse_go(&self, words: &[&str]) -> Go {
@@ -603,16 +633,31 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                     None => bad = true,
                 },
                 "movetime" | "wtime" | "btime" | "winc" | "binc" | "time" | "increment" => {
-                    // movetime is always in milliseconds.
-                    let parsed = if key == "movetime" {
-                        value
-                            .and_then(|v| v.parse::<f64>().ok())
-                            .filter(|v| v.is_finite())
-                            .map(|v| Duration::from_micros((v.clamp(0.0, 1e12) * 1000.0) as u64))
-                    } else {
-                        value.and_then(|v| self.clock_value(v))
+                    let ms = value.and_then(|v| self.clock_value(key, v));
+                    let parsed = match ms {
+                        // A clock that ran out (a GUI's lag) is no time left, said so.
+                        Some(ms) if ms < 0.0 && matches!(key, "wtime" | "btime" | "time") => {
+                            let shown: String = value.unwrap_or("").chars().take(24).collect();
+                            self.info(&format!(
+                                "go: negative {key} '{shown}' taken as no time left (0 ms)"
+                            ));
+                            Some(0.0)
+                        }
+                        Some(ms) if ms < 0.0 => {
+                            let shown: String = value.unwrap_or("").chars().take(24).collect();
+                            self.info(&format!(
+                                "go: bad value '{shown}' for {key}: a time may not be negative; \
+                                 ignored"
+                            ));
+                            None
+                        }
+                        Some(ms) => Some(ms),
+                        None => {
+                            bad = true;
+                            None
+                        }
                     };
-                    match parsed {
+                    match parsed.map(|ms| Duration::from_micros((ms.min(1e12) * 1000.0) as u64)) {
                         Some(d) => {
                             let slot = match key {
                                 "movetime" => &mut go.movetime,
@@ -625,7 +670,8 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                             };
                             *slot = Some(d);
                         }
-                        None => bad = true,
+                        // Explained above.
+                        None => {}
                     }
                 }
                 "opptime" | "oppincrement" | "mate" | "nodestime" => {
@@ -656,6 +702,9 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
     fn go(&mut self, words: &[&str]) {
         self.stop_search();
         let go = self.parse_go(words);
+        if let Some(note) = self.evaluator_note() {
+            self.info(&note);
+        }
         let banned_by_command = std::mem::take(&mut self.banned);
         let dialect = self.dialect;
         let no_move = || match dialect {
@@ -803,6 +852,44 @@ fn play_on<G: GameEnv>(game: &mut G, mv: Move) -> Result<(), String> {
     Ok(())
 }
 
+/// The halfmove clock and fullmove number of a FEN (its last two fields).
+fn fen_clocks(fen: &str) -> Option<(u32, u32)> {
+    let mut fields = fen.split_ascii_whitespace().rev();
+    let fullmove = fields.next()?.parse().ok()?;
+    let halfmove = fields.next()?.parse().ok()?;
+    Some((halfmove, fullmove))
+}
+
+/// The real clocks of `game`'s position in the GUI's game, where `base` holds the real clocks
+/// of `game`'s start if [`play_on`] started it afresh (its clocks reset to 0 and 1): the
+/// halfmove clock goes on from the base's until a capture, the move number from the base's.
+fn real_clocks<G: GameEnv>(game: &G, base: Option<(u32, u32)>) -> (u32, u32) {
+    let (halfmove, fullmove) = fen_clocks(&G::position_fen(game.position())).unwrap_or((0, 1));
+    match base {
+        None => (halfmove, fullmove),
+        Some((base_half, base_full)) => {
+            // No capture since the fresh start: the clock counts every ply since then.
+            let no_capture = halfmove as usize == game.moves().len();
+            let half = if no_capture { base_half.saturating_add(halfmove) } else { halfmove };
+            (half, (base_full + fullmove).saturating_sub(1))
+        }
+    }
+}
+
+/// The FEN of the GUI's position: `game`'s with the real clocks ([`real_clocks`]).
+fn gui_fen<G: GameEnv>(game: &G, base: Option<(u32, u32)>) -> String {
+    let fen = G::position_fen(game.position());
+    if base.is_none() {
+        return fen;
+    }
+    let (half, full) = real_clocks(game, base);
+    let fields: Vec<&str> = fen.split_ascii_whitespace().collect();
+    match fields.len().checked_sub(2) {
+        Some(n) => format!("{} {half} {full}", fields[..n].join(" ")),
+        None => fen,
+    }
+}
+
 /// What reading one line found.
 enum LineRead {
     Line,
@@ -866,9 +953,12 @@ pub fn serve<E: Evaluator<G> + Send + 'static, G: GameEnv>(
 ///
 /// The game is the network's (from its manifest). Without `--net` the engine starts as a
 /// xiangqi engine and `setoption name UCI_Variant value janggi` (or `xiangqi`) switches it:
-/// the options set so far are set again on the new game's engine, and the position is the new
-/// game's start. With a network, a `UCI_Variant` of another game is refused with an
-/// `info string`.
+/// the options set so far are set again on the new game's engine (`Rules` only where it was
+/// set for that game: each game's rule set is its own, the game's default until set), and the
+/// position is the new game's start. A `NetPath` of the other game's network switches the same
+/// way (its manifest names the game), so a GUI that only sets `NetPath` gets a janggi engine
+/// for a janggi network; an `info string` says so. With `--net`, the network fixes the game: a
+/// `UCI_Variant` or `NetPath` of another game is refused with an `info string`.
 ///
 /// # Errors
 /// A `--net` that cannot be loaded (with the reason), and I/O errors on standard input.
@@ -880,9 +970,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let stdin = io::stdin();
     let mut input = stdin.lock();
-    let mut session = Session { replay: Vec::new(), dialect: None, pinned: args.net.is_some() };
+    let mut session = Session {
+        replay: Vec::new(),
+        rules: Vec::new(),
+        dialect: None,
+        pinned: args.net.is_some(),
+    };
+    let mut evaluator = crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device)?;
     loop {
-        let evaluator = crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device)?;
         let next = match game {
             GameKind::Xiangqi => serve_as::<Game>(evaluator, &device, &mut input, &mut session)?,
             GameKind::Janggi => {
@@ -890,7 +985,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             }
         };
         match next {
-            Some(other) => game = other,
+            Some((other, net)) => {
+                game = other;
+                evaluator = net
+                    .unwrap_or(crate::net::AnyEvaluator::Uniform(xiangqi_search::UniformEvaluator));
+            }
             None => return Ok(ExitCode::SUCCESS),
         }
     }
@@ -898,43 +997,90 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 /// What carries over when the engine switches games.
 struct Session {
-    /// The `setoption` lines so far (other than `UCI_Variant`).
+    /// The `setoption` lines so far other than `UCI_Variant`, `Rules` and `NetPath`.
     replay: Vec<String>,
+    /// The last `Rules` line sent to each game's engine.
+    rules: Vec<(GameKind, String)>,
     /// The protocol chosen by `uci` or `ucci`.
     dialect: Option<Dialect>,
     /// Whether a network fixes the game.
     pinned: bool,
 }
 
+/// The option name (lower case) and value of a `setoption` line: UCI `setoption name N...
+/// [value V...]` or UCCI `setoption N V...`; the value as [`raw_value`] reads it.
+fn setoption_parts(line: &str) -> Option<(String, String)> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    let words: Vec<&str> = line.split_ascii_whitespace().collect();
+    match words.as_slice() {
+        ["setoption", "name", rest @ ..] => {
+            let at = rest.iter().position(|w| *w == "value").unwrap_or(rest.len());
+            let value = match rest.get(at) {
+                Some(_) => raw_value(line).unwrap_or_default().to_string(),
+                None => String::new(),
+            };
+            Some((rest[..at].join(" ").to_ascii_lowercase(), value))
+        }
+        ["setoption", name, value @ ..] => Some((name.to_ascii_lowercase(), value.join(" "))),
+        _ => None,
+    }
+}
+
+/// The text of `line` after its first standalone word `value` and one separator, exactly as
+/// sent (a path may hold runs of spaces or end in one).
+fn raw_value(line: &str) -> Option<&str> {
+    let mut offset = 0;
+    for word in line.split_ascii_whitespace() {
+        let start = offset + line[offset..].find(word)?;
+        offset = start + word.len();
+        if word == "value" {
+            let rest = &line[offset..];
+            let mut chars = rest.chars();
+            return Some(match chars.next() {
+                Some(c) if c.is_ascii_whitespace() => chars.as_str(),
+                _ => rest,
+            });
+        }
+    }
+    None
+}
+
+/// The directory a `NetPath` value names, `None` for an empty one.
+fn net_path_value(value: &str) -> Option<&str> {
+    let path = value.trim_start();
+    (!path.trim().is_empty() && path.trim() != "<empty>").then_some(path)
+}
+
 /// The game a `setoption ... UCI_Variant ...` line asks for, if the line is one.
 fn variant_request(line: &str) -> Option<Result<GameKind, String>> {
-    let words: Vec<&str> = line.split_ascii_whitespace().collect();
-    let (name, value) = match words.as_slice() {
-        ["setoption", "name", name, "value", value, ..] => (*name, *value),
-        ["setoption", name, value, ..] if !name.eq_ignore_ascii_case("name") => (*name, *value),
-        _ => return None,
-    };
-    name.eq_ignore_ascii_case("uci_variant")
-        .then(|| value.parse::<GameKind>().map_err(|e| e.to_string()))
+    let (name, value) = setoption_parts(line)?;
+    (name == "uci_variant").then(|| value.trim().parse::<GameKind>().map_err(|e| e.to_string()))
 }
 
 /// Serves the protocol as an engine of game `G` until `quit`, the end of input (`None`), or a
-/// request to switch to another game (`Some`, only without a network).
+/// request to switch to another game (`Some`, only without `--net`), with the network that
+/// asked for it if a `NetPath` did.
 fn serve_as<G: GameEnv>(
     evaluator: crate::net::AnyEvaluator,
     device: &xiangqi_nn::Device,
     input: &mut impl BufRead,
     session: &mut Session,
-) -> anyhow::Result<Option<GameKind>> {
-    let device = device.clone();
+) -> anyhow::Result<Option<(GameKind, Option<crate::net::AnyEvaluator>)>> {
+    let loader_device = device.clone();
     let loader: NetLoader<crate::net::AnyEvaluator> = Box::new(move |path: &str| {
-        let e = crate::net::AnyEvaluator::load_optional(Some(std::path::Path::new(path)), &device)
-            .map_err(|e| format!("{e:#}"))?;
+        let e = crate::net::AnyEvaluator::load_optional(
+            Some(std::path::Path::new(path)),
+            &loader_device,
+        )
+        .map_err(|e| format!("{e:#}"))?;
         e.expect_game(G::KIND, path).map_err(|e| format!("{e:#}"))?;
         Ok(e)
     });
-    let mut engine: Engine<_, G> =
-        Engine::new(evaluator, Output::new(Box::new(io::stdout()))).with_net_loader(loader);
+    let note: EvaluatorNote<crate::net::AnyEvaluator> =
+        Box::new(|e| e.game().is_none().then(|| NO_NETWORK.to_string()));
+    let mut engine: Engine<_, G> = Engine::new(evaluator, Output::new(Box::new(io::stdout())))
+        .with_net_loader(loader)
+        .with_evaluator_note(note);
     if session.pinned {
         engine = engine.with_fixed_game();
     }
@@ -944,6 +1090,9 @@ fn serve_as<G: GameEnv>(
     for line in &session.replay {
         engine.handle_line(line);
     }
+    if let Some((_, line)) = session.rules.iter().find(|(g, _)| *g == G::KIND) {
+        engine.handle_line(line);
+    }
     let mut buf = Vec::new();
     loop {
         match read_line(input, &mut buf)? {
@@ -951,25 +1100,42 @@ fn serve_as<G: GameEnv>(
             LineRead::TooLong => engine.info("input line longer than 1 MiB ignored"),
             LineRead::Line => {
                 let line = String::from_utf8_lossy(&buf).into_owned();
-                // A network (from --net or NetPath) fixes the game; the uniform evaluator
-                // plays either.
-                let request = variant_request(&line);
-                let switch = match request {
-                    Some(Ok(g)) if g != G::KIND && !session.pinned => {
-                        !engine.with_evaluator(|e| e.game().is_some())
+                let option = setoption_parts(&line);
+                match option.as_ref().map(|(name, value)| (name.as_str(), value.as_str())) {
+                    Some(("uci_variant", _)) => {
+                        // A network (from --net or NetPath) fixes the game; the uniform
+                        // evaluator plays either.
+                        if let Some(Ok(g)) = variant_request(&line)
+                            && g != G::KIND
+                            && !session.pinned
+                            && !engine.with_evaluator(|e| e.game().is_some())
+                        {
+                            engine.stop_search();
+                            engine.info(&format!("playing {g}"));
+                            return Ok(Some((g, None)));
+                        }
                     }
-                    _ => false,
-                };
-                match request {
-                    Some(Ok(g)) if switch => {
-                        engine.stop_search();
-                        engine.info(&format!("playing {g}"));
-                        return Ok(Some(g));
+                    Some(("rules", _)) => {
+                        session.rules.retain(|(g, _)| *g != G::KIND);
+                        session.rules.push((G::KIND, line.clone()));
                     }
-                    Some(_) => {}
-                    None if line.trim_start().starts_with("setoption") => {
-                        session.replay.push(line.clone());
-                    }
+                    Some(("netpath", value)) => match net_of_another_game(&engine, value, device) {
+                        NetSwitch::Stay => {}
+                        NetSwitch::To(game, net) => {
+                            engine.stop_search();
+                            let path = net_path_value(value).unwrap_or_default();
+                            engine.info(&format!(
+                                "network loaded from {path}; it plays {game}: playing {game} \
+                                 from its start position"
+                            ));
+                            return Ok(Some((game, Some(net))));
+                        }
+                        NetSwitch::Failed(why) => {
+                            engine.info(&why);
+                            continue;
+                        }
+                    },
+                    Some(_) => session.replay.push(line.clone()),
                     None => {}
                 }
                 if engine.handle_line(&line) == Flow::Quit {
@@ -981,6 +1147,40 @@ fn serve_as<G: GameEnv>(
     }
     engine.stop_search();
     Ok(None)
+}
+
+/// What a `NetPath` value means for the engine's game.
+enum NetSwitch {
+    /// Nothing: the engine's own `NetPath` handling loads it or explains why not.
+    Stay,
+    /// A network of this other game, loaded.
+    To(GameKind, crate::net::AnyEvaluator),
+    /// A network of another game that does not load, and why.
+    Failed(String),
+}
+
+/// Whether a `NetPath` value names a network of another game than `G` (by its manifest) for an
+/// engine no `--net` fixes, and if so the network loaded.
+fn net_of_another_game<G: GameEnv>(
+    engine: &Engine<crate::net::AnyEvaluator, G>,
+    value: &str,
+    device: &xiangqi_nn::Device,
+) -> NetSwitch {
+    let Some(path) = net_path_value(value).filter(|_| !engine.fixed_game) else {
+        return NetSwitch::Stay;
+    };
+    let path = std::path::Path::new(path);
+    match crate::net::game_of(path) {
+        Ok(game) if game != G::KIND => {
+            match crate::net::AnyEvaluator::load_optional(Some(path), device) {
+                Ok(net) => NetSwitch::To(game, net),
+                Err(e) => {
+                    NetSwitch::Failed(format!("option NetPath: {e:#}; keeping the current network"))
+                }
+            }
+        }
+        _ => NetSwitch::Stay,
+    }
 }
 
 #[cfg(test)]
