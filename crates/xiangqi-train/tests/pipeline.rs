@@ -255,22 +255,52 @@ fn a_fast_worker_does_not_starve_a_slow_one_and_every_shard_is_trained_on_once()
     let _ = fs::remove_dir_all(&tmp);
 }
 
+/// The mean WDL cross-entropy `−Σ t · ln p` of every sample of `shard` whose final material is
+/// known against its material target `t = ((1 + m) / 2, 0, (1 − m) / 2)`, `m = tanh(pawns /
+/// scale)` (`LoopConfig::material_scale`; the shard keeps half-pawns), under the network of the
+/// checkpoint `ckpt`: computed here from the shard and the network alone.
+fn material_loss(ckpt: &Path, shard: &Shard, scale: f64) -> f64 {
+    let (net, _) = checkpoint::load_net(ckpt, None, &cpu_device()).unwrap();
+    let net = InferenceNet::from_net(&net, &cpu_device()).unwrap();
+    let mut planes = vec![0.0; shard.len() * xiangqi::env::INPUT_SIZE];
+    for (i, out) in planes.chunks_mut(xiangqi::env::INPUT_SIZE).enumerate() {
+        xiangqi::env::planes_from_compact(&shard.sample(i).inputs, out).unwrap();
+    }
+    let logits = net.predict(planes).unwrap();
+    let (mut sum, mut count) = (0.0, 0.0);
+    for i in 0..shard.len() {
+        let material = shard.sample(i).final_material;
+        if material == xiangqi_search::UNKNOWN_MATERIAL {
+            continue;
+        }
+        let m = (f64::from(material) / 2.0 / scale).tanh();
+        let p = logits.wdl_probabilities(i).map(|x| f64::from(x.max(1e-12)));
+        sum -= (1.0 + m) / 2.0 * p[0].ln() + (1.0 - m) / 2.0 * p[2].ln();
+        count += 1.0;
+    }
+    assert!(count > 0.0, "no sample with a known final material");
+    sum / count
+}
+
 #[test]
 fn each_new_shard_is_scored_before_it_is_trained_on() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = std::env::temp_dir().join(format!("xqz-pipeline-heldout-{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     let mut config = tiny();
-    config.run.heldout_samples = 40;
+    // Every sample of a shard scored (3 games of at most 24 plies), and every checkpoint kept.
+    config.run.heldout_samples = 1000;
+    config.run.keep_checkpoints = 10;
     // With a material part the value target exists even for games cut at the 24-ply cap.
     config.run.material_weight = 0.5;
-    let mut run = TrainingRun::create(config.clone(), RunPaths::under(&tmp.join("a"))).unwrap();
+    let paths = RunPaths::under(&tmp.join("a"));
+    let mut run = TrainingRun::create(config.clone(), paths.clone()).unwrap();
     let mut reports = Reports::default();
     run.run(Some(2), &mut reports).unwrap();
     assert_eq!(reports.0.len(), 2);
     for r in &reports.0 {
         let h = r.heldout.expect("measured");
-        assert_eq!(h.samples, r.selfplay.samples.min(40));
+        assert_eq!(h.samples, r.selfplay.samples);
         // Cross-entropies of a softmax are positive and, for an untrained 3-way WDL head, near
         // ln 3; the policy over ~40 legal moves near ln 40.
         for x in [h.policy_loss, h.value_loss, h.material_loss] {
@@ -278,7 +308,32 @@ fn each_new_shard_is_scored_before_it_is_trained_on() {
         }
         // NaN when every scored game was capped (no result to score against).
         assert!(h.result_loss.is_nan() || h.result_loss > 0.0, "{h:?}");
+        // Before: the shard of iteration N is scored by the network of iteration N − 1 (the
+        // checkpoint before any step on it), not by the one its steps made.
+        let n = r.iteration;
+        let shard = read_shard(&paths.shards.join(format!("shard-{n:06}.npz"))).unwrap();
+        let ckpt = |k: u64| paths.checkpoints.join(format!("ckpt-{k:06}"));
+        let scale = config.run.material_scale;
+        let (before, after) =
+            (material_loss(&ckpt(n - 1), &shard, scale), material_loss(&ckpt(n), &shard, scale));
+        assert!(
+            (h.material_loss - before).abs() < 1e-6,
+            "iteration {n}: reported {} before {before} after {after}",
+            h.material_loss
+        );
+        assert!(
+            (after - before).abs() > 1e-3,
+            "iteration {n}: training did not move the loss: before {before} after {after}"
+        );
     }
+    // At most `heldout_samples` samples are scored.
+    config.run.heldout_samples = 40;
+    let mut few = TrainingRun::create(config.clone(), RunPaths::under(&tmp.join("c"))).unwrap();
+    let mut reports = Reports::default();
+    few.run(Some(1), &mut reports).unwrap();
+    let r = &reports.0[0];
+    assert!(r.selfplay.samples > 40, "{}", r.selfplay.samples);
+    assert_eq!(r.heldout.expect("measured").samples, 40);
     // Not measured when turned off.
     config.run.heldout_samples = 0;
     let mut off = TrainingRun::create(config, RunPaths::under(&tmp.join("b"))).unwrap();
