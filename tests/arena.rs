@@ -554,3 +554,60 @@ fn tactics_greedy_always_mates_in_one_and_random_mostly_does_not() {
     assert!(stderr(&o).contains("nosuch"), "{}", stderr(&o));
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// An opening after which the game is already over (the side to move is checkmated) has no
+/// game to play: it is skipped with a warning that names it, never scored, and the games are
+/// played over the other openings; a file with no playable opening is refused.
+#[test]
+fn an_opening_whose_game_is_already_over_is_skipped_not_scored() {
+    // Black to move: the chariot on b9 checks along rank 9, the one on a8 holds rank 8, and
+    // d9/f9 are the b9 chariot's too: checkmate.
+    let mated = "1R2k4/R8/9/9/9/9/9/9/9/3K5 b - - 1 1";
+    let pos = xiangqi::Position::from_fen(mated).unwrap();
+    let game = Game::new(pos, RuleSet::Asian);
+    assert!(game.legal_moves().is_empty() && game.outcome().is_some(), "mated by hand");
+    let dir = scratch("over");
+    let openings = dir.join("openings.txt");
+    fs::write(&openings, format!("h2e2 h9g7\n{mated}\n")).unwrap();
+    let pgn = dir.join("games.pgn");
+    let o = xqz(&[
+        "arena",
+        "--a",
+        "random",
+        "--b",
+        "random",
+        "--games",
+        "4",
+        "--max-plies",
+        "40",
+        "--openings",
+        openings.to_str().unwrap(),
+        "--pgn",
+        pgn.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("opening line 2") && err.contains("skipped"), "{err}");
+    let played = games(&fs::read_to_string(&pgn).unwrap());
+    assert_eq!(played.len(), 4);
+    for g in &played {
+        assert_eq!(tag(g, "Opening"), Some("line 1"), "{g}");
+    }
+    assert_eq!(row(&stdout(&o), "A total")[0], 4.0, "{}", stdout(&o));
+
+    fs::write(&openings, format!("{mated}\n")).unwrap();
+    let o = xqz(&[
+        "arena",
+        "--a",
+        "random",
+        "--b",
+        "random",
+        "--games",
+        "2",
+        "--openings",
+        openings.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no opening left to play"), "{}", stderr(&o));
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -31,7 +31,9 @@
 //! protocol needs.
 //!
 //! Games come in pairs over the openings (the 8 built-in ones, or `--openings FILE` with one FEN
-//! or move sequence per line), each opening once with each colour. With `--sprt ELO0,ELO1`
+//! or move sequence per line), each opening once with each colour. An opening after which the
+//! rules have already ended the game (the side to move is mated) is skipped with a warning,
+//! never scored; none left is an error. With `--sprt ELO0,ELO1`
 //! (optionally `,ALPHA,BETA`; default 0.05 each) the match stops once the test decides.
 //! A progress bar runs on standard error; the result table goes to standard output; `--pgn FILE`
 //! writes every game in the PGN form of self-play.
@@ -429,6 +431,26 @@ fn run_game<G: GameEnv>(
     };
     for o in &openings {
         o.check(rules).context("--rules")?;
+    }
+    // An opening after which the rules have already ended the game (the side to move is mated,
+    // a third repetition) has no game to play: scoring it would count a result no player made.
+    let total = openings.len();
+    let openings: Vec<Opening<G>> = openings
+        .into_iter()
+        .filter(|o| match o.game(rules).outcome() {
+            Some(outcome) => {
+                errln!(
+                    "warning: opening {}: the rules have ended the game already ({outcome}); \
+                     skipped",
+                    o.name()
+                );
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if openings.is_empty() {
+        bail!("no opening left to play: the rules have ended the game in all {total} already");
     }
     let device = crate::net::device(&args.device)?;
     let movetime = args.movetime.map(Duration::from_millis);
