@@ -1,5 +1,5 @@
 //! Exact rules of xiangqi (Chinese chess): squares and pieces, [`Setup`] and [`Position`], FEN,
-//! UCI and WXF move notation, legal move generation, check, Zobrist keys, perft, and the
+//! UCI, WXF and Chinese move notation, legal move generation, check, Zobrist keys, perft, and the
 //! [`Game`] that judges checkmate, repetition (perpetual check and chase), move limits and dead
 //! material under a named [`RuleSet`].
 //!
@@ -27,6 +27,7 @@
 //! assert_eq!(game.position().fen(), "rnbakab1r/9/1c4nc1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR w - - 2 2");
 //! ```
 
+mod chinese;
 pub mod env;
 mod error;
 pub mod fen;

@@ -50,7 +50,7 @@ use crate::types::{Color, File, Piece, PieceKind, Square};
 
 /// Which way a move goes, from the mover's point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Dir {
+pub(crate) enum Dir {
     Forward,
     Backward,
     Sideways,
@@ -125,12 +125,12 @@ const fn kind_from_letter(c: char) -> Option<PieceKind> {
 
 /// Whether the number after `+`/`-` is a destination file (diagonal movers) rather than a
 /// number of points.
-const fn moves_diagonally(kind: PieceKind) -> bool {
+pub(crate) const fn moves_diagonally(kind: PieceKind) -> bool {
     matches!(kind, PieceKind::Advisor | PieceKind::Elephant | PieceKind::Horse)
 }
 
 /// The WXF number (1–9) of `file` for `color`.
-fn wxf_file(color: Color, file: File) -> u8 {
+pub(crate) fn wxf_file(color: Color, file: File) -> u8 {
     let i = file.index() as u8;
     match color {
         Color::Red => 9 - i,
@@ -139,7 +139,7 @@ fn wxf_file(color: Color, file: File) -> u8 {
 }
 
 /// The file index (0 = `a`) of WXF file `n` (1–9) for `color`.
-fn file_index(color: Color, n: u8) -> i32 {
+pub(crate) fn file_index(color: Color, n: u8) -> i32 {
     match color {
         Color::Red => 9 - i32::from(n),
         Color::Black => i32::from(n) - 1,
@@ -160,7 +160,7 @@ fn digit_value(c: char) -> Option<u8> {
 }
 
 /// `+1` if forward is towards higher ranks for `color`, else `-1`.
-const fn up(color: Color) -> i32 {
+pub(crate) const fn up(color: Color) -> i32 {
     match color {
         Color::Red => 1,
         Color::Black => -1,
@@ -177,7 +177,7 @@ fn dir_word(dir: Dir) -> &'static str {
 
 /// The point a `piece` on `from` reaches by the WXF movement `dir`, `n`, by geometry alone
 /// (blocking, captures and check are left to [`Position::check_legal`]).
-fn target(from: Square, piece: Piece, dir: Dir, n: u8) -> Result<Square, String> {
+pub(crate) fn target(from: Square, piece: Piece, dir: Dir, n: u8) -> Result<Square, String> {
     let color = piece.color;
     let kind = kind_name(piece.kind);
     let own = wxf_file(color, from.file());
@@ -234,7 +234,7 @@ fn tandem_mark(i: usize, count: usize, middle: char) -> char {
 
 impl Position {
     /// The points on `file` holding `piece`, front first (nearest the opponent).
-    fn wxf_column(&self, piece: Piece, file: File) -> ArrayVec<Square, 10> {
+    pub(crate) fn wxf_column(&self, piece: Piece, file: File) -> ArrayVec<Square, 10> {
         let mut out = ArrayVec::new();
         for k in 0..10u8 {
             let rank = match piece.color {
@@ -251,7 +251,7 @@ impl Position {
     }
 
     /// The files holding two or more of `piece`, each with its column (front first).
-    fn wxf_tandems(&self, piece: Piece) -> ArrayVec<(u8, ArrayVec<Square, 10>), 9> {
+    pub(crate) fn wxf_tandems(&self, piece: Piece) -> ArrayVec<(u8, ArrayVec<Square, 10>), 9> {
         let mut out = ArrayVec::new();
         for i in 0..9u8 {
             if let Some(file) = File::new(i) {
@@ -511,7 +511,7 @@ impl Position {
     }
 
     /// The one legal move among the candidates' moves by `dir`, `n`.
-    fn wxf_resolve(
+    pub(crate) fn wxf_resolve(
         &self,
         piece: Piece,
         candidates: &[Square],
