@@ -725,3 +725,41 @@ fn a_janggi_net_given_by_net_path_alone_switches_the_engine_to_janggi() {
     assert!(e.finish().success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--device wgpu` names the adapter it runs on, its graphics API and kind, and says when it is
+/// a software rasterizer (Mesa's llvmpipe, as CI's lavapipe is) rather than a GPU.
+#[test]
+fn a_wgpu_device_names_its_adapter_and_says_when_it_is_software() {
+    let o = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["uci", "--device", "wgpu"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(b"uci\nquit\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    if !o.status.success()
+        && std::env::var_os("XQZ_REQUIRE_WGPU").is_none()
+        && err.contains("not available")
+    {
+        eprintln!("skipped (no Vulkan adapter): {err}");
+        return;
+    }
+    assert!(o.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("device wgpu: "))
+        .unwrap_or_else(|| panic!("no adapter line: {err}"));
+    assert!(line.contains(" via "), "the graphics API: {line}");
+    let software = line.contains("llvmpipe") || line.contains("lavapipe");
+    assert_eq!(
+        line.contains("a software rasterizer running on the CPU, not a GPU"),
+        software,
+        "{line}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("uciok"));
+}

@@ -40,14 +40,20 @@ pub fn resolve(path: &Path) -> anyhow::Result<PathBuf> {
     )
 }
 
-/// The device a `--device` value (or a config's `loop.device`) names, checked to work.
+/// The device a `--device` value (or a config's `loop.device`) names, checked to work. For a
+/// wgpu device, one line on standard error names the adapter it runs on, its graphics API and
+/// kind (and says when it is a software rasterizer on the CPU, such as Mesa's llvmpipe).
 ///
 /// # Errors
 /// An unknown name, a backend this build lacks, or a device that does not come up; each says
 /// what to do.
 pub fn device(name: &str) -> anyhow::Result<Device> {
     let spec: DeviceSpec = name.parse()?;
-    Ok(spec.device()?)
+    let (device, adapter) = spec.open()?;
+    if let Some(adapter) = adapter {
+        errln!("device {spec}: {adapter}");
+    }
+    Ok(device)
 }
 
 /// The game a checkpoint, export or run directory's network plays (from its manifest).

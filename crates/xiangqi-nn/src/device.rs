@@ -5,6 +5,10 @@
 //! `wgpu:N` takes the N-th discrete GPU) needs the cargo feature `wgpu`; `cuda:N` the feature
 //! `cuda`. A device the build lacks, or that the machine does not have, is an error that says
 //! which feature or driver is missing; there is no silent fall-back to the CPU.
+//!
+//! [`DeviceSpec::open`] also says which adapter a wgpu device runs on ([`Adapter`]: its name,
+//! graphics API and kind), so that a user can tell a GPU from a software rasterizer such as
+//! Mesa's llvmpipe (lavapipe), which runs Vulkan on the CPU.
 
 use std::fmt;
 use std::str::FromStr;
@@ -48,6 +52,82 @@ pub enum DeviceError {
         /// What failed, and what to install.
         reason: String,
     },
+}
+
+/// The kind of an [`Adapter`] that is a software rasterizer.
+pub const SOFTWARE: &str = "a software rasterizer running on the CPU, not a GPU";
+
+/// The adapter a wgpu device runs on, as the graphics driver reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Adapter {
+    /// The adapter's own name (`NVIDIA GeForce RTX 4090`, `llvmpipe (LLVM 19.1.7, 256 bits)`).
+    pub name: String,
+    /// The graphics API it is reached through (`Vulkan`, `Metal`, `Dx12`, `Gl`), where known.
+    pub backend: Option<String>,
+    /// The driver and its version, where reported (empty otherwise).
+    pub driver: String,
+    /// What it is: `discrete GPU`, `integrated GPU`, `virtual GPU`, `GPU`, `unknown kind`, or
+    /// [`SOFTWARE`].
+    pub kind: &'static str,
+    /// Whether it is a software rasterizer running on the CPU (llvmpipe/lavapipe,
+    /// SwiftShader, WARP), not a GPU.
+    pub software: bool,
+}
+
+impl fmt::Display for Adapter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        if let Some(b) = &self.backend {
+            write!(f, " via {b}")?;
+        }
+        write!(f, ", {}", self.kind)?;
+        if !self.driver.is_empty() {
+            write!(f, " (driver: {})", self.driver)?;
+        }
+        if self.software {
+            f.write_str("; install the GPU's Vulkan driver to use a GPU, or use --device cpu")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "wgpu")]
+impl Adapter {
+    fn of(info: &burn::tensor::wgpu::wgpu::AdapterInfo) -> Adapter {
+        use burn::tensor::wgpu::wgpu::DeviceType;
+        let kind = match info.device_type {
+            DeviceType::DiscreteGpu => "discrete GPU",
+            DeviceType::IntegratedGpu => "integrated GPU",
+            DeviceType::VirtualGpu => "virtual GPU",
+            DeviceType::Cpu => SOFTWARE,
+            DeviceType::Other => "unknown kind",
+        };
+        let driver = [info.driver.trim(), info.driver_info.trim()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        Adapter {
+            name: info.name.clone(),
+            backend: Some(format!("{:?}", info.backend)),
+            driver,
+            kind,
+            software: info.device_type == DeviceType::Cpu,
+        }
+    }
+
+    /// What burn says of a device already up (no graphics API or driver known).
+    fn of_identity(device: &Device) -> Option<Adapter> {
+        let identity = device.identity()?;
+        let software = identity.physical.is_none();
+        Some(Adapter {
+            name: identity.name,
+            backend: None,
+            driver: String::new(),
+            kind: if software { SOFTWARE } else { "GPU" },
+            software,
+        })
+    }
 }
 
 impl fmt::Display for DeviceSpec {
@@ -105,13 +185,47 @@ impl DeviceSpec {
     /// [`DeviceError::NotBuilt`] when this build lacks the backend; [`DeviceError::Unavailable`]
     /// when the device does not work (no adapter, no driver), with what to install.
     pub fn device(self) -> Result<Device, DeviceError> {
+        self.open().map(|(device, _)| device)
+    }
+
+    /// As [`DeviceSpec::device`], with the adapter a wgpu device runs on (`None` for the CPU).
+    ///
+    /// # Errors
+    /// As [`DeviceSpec::device`].
+    pub fn open(self) -> Result<(Device, Option<Adapter>), DeviceError> {
+        #[cfg_attr(not(feature = "wgpu"), expect(unused_mut))]
+        let mut adapter = None;
         let device = match self {
-            DeviceSpec::Cpu => return Ok(Device::flex()),
+            DeviceSpec::Cpu => return Ok((Device::flex(), None)),
             #[cfg(feature = "wgpu")]
-            DeviceSpec::Wgpu(n) => Device::wgpu(match n {
-                None => burn::tensor::DeviceKind::DefaultDevice,
-                Some(i) => burn::tensor::DeviceKind::DiscreteGpu(i),
-            }),
+            DeviceSpec::Wgpu(n) => {
+                let kind = match n {
+                    None => burn::tensor::DeviceKind::DefaultDevice,
+                    Some(i) => burn::tensor::DeviceKind::DiscreteGpu(i),
+                };
+                // Brought up here to learn the adapter wgpu chose; a device already up in this
+                // process (a second open) cannot be again and is taken as it is.
+                let up = {
+                    let kind = kind.clone();
+                    quietly(move || Device::wgpu_options().device_kind(kind).init_with_setup())
+                };
+                match up {
+                    Ok(Ok((device, setup))) => {
+                        adapter = Some(Adapter::of(&setup.adapter.get_info()));
+                        device
+                    }
+                    Ok(Err(burn::tensor::wgpu::WgpuInitError::Registration { .. })) => {
+                        Device::wgpu(kind)
+                    }
+                    Ok(Err(e)) => return Err(unavailable(self, e.to_string())),
+                    Err(message) => {
+                        return Err(unavailable(
+                            self,
+                            format!("the backend failed while starting ({message})"),
+                        ));
+                    }
+                }
+            }
             #[cfg(not(feature = "wgpu"))]
             DeviceSpec::Wgpu(_) => {
                 return Err(DeviceError::NotBuilt {
@@ -134,16 +248,22 @@ impl DeviceSpec {
             }
         };
         probe(self, &device)?;
-        Ok(device)
+        #[cfg(feature = "wgpu")]
+        if adapter.is_none() {
+            adapter = Adapter::of_identity(&device);
+        }
+        Ok((device, adapter))
     }
 }
 
-/// Runs `2 · [1, 2]` on `device` and reads it back; a backend that panics while finding its
-/// adapter is caught here (its panic message kept, the default panic output silenced).
-fn probe(spec: DeviceSpec, device: &Device) -> Result<(), DeviceError> {
-    let d = device.clone();
-    // The backend may fail on a thread of its own: the first panic message of any thread while
-    // the probe runs is kept (and not printed), as the reason to report.
+/// The error for a device that did not come up: the hint for it, then `what`.
+fn unavailable(spec: DeviceSpec, what: String) -> DeviceError {
+    DeviceError::Unavailable { device: spec, reason: format!("{}; {what}", hint(spec)) }
+}
+
+/// Runs `f`, catching a panic (of any thread while it runs: a backend may fail on a thread of
+/// its own) as its first message, which the default panic output does not print.
+fn quietly<T>(f: impl FnOnce() -> T + std::panic::UnwindSafe) -> Result<T, String> {
     let first = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
     let keep = std::sync::Arc::clone(&first);
     let previous = std::panic::take_hook();
@@ -157,26 +277,29 @@ fn probe(spec: DeviceSpec, device: &Device) -> Result<(), DeviceError> {
             slot.get_or_insert(text);
         }
     }));
-    let result = std::panic::catch_unwind(move || {
+    let result = std::panic::catch_unwind(f);
+    std::panic::set_hook(previous);
+    result.map_err(|_| {
+        first.lock().ok().and_then(|m| m.clone()).unwrap_or_else(|| "no message".to_string())
+    })
+}
+
+/// Runs `2 · [1, 2]` on `device` and reads it back; a backend that panics while finding its
+/// adapter is caught here (its panic message kept, the default panic output silenced).
+fn probe(spec: DeviceSpec, device: &Device) -> Result<(), DeviceError> {
+    let d = device.clone();
+    let result = quietly(move || {
         let t = Tensor::<1>::from_data(burn::tensor::TensorData::new(vec![1.0f32, 2.0], [2]), &d);
         t.mul_scalar(2.0).try_into_vec_as::<f32>().map_err(|e| e.to_string())
     });
-    std::panic::set_hook(previous);
-    let unavailable = |what: String| DeviceError::Unavailable {
-        device: spec,
-        reason: format!("{}; {what}", hint(spec)),
-    };
     match result {
         Ok(Ok(v)) if v == [2.0, 4.0] => Ok(()),
-        Ok(Ok(v)) => Err(unavailable(format!("a test computation gave {v:?} instead of [2, 4]"))),
-        Ok(Err(e)) => Err(unavailable(e)),
-        Err(_) => {
-            let message = first
-                .lock()
-                .ok()
-                .and_then(|m| m.clone())
-                .unwrap_or_else(|| "no message".to_string());
-            Err(unavailable(format!("the backend failed while starting ({message})")))
+        Ok(Ok(v)) => {
+            Err(unavailable(spec, format!("a test computation gave {v:?} instead of [2, 4]")))
+        }
+        Ok(Err(e)) => Err(unavailable(spec, e)),
+        Err(message) => {
+            Err(unavailable(spec, format!("the backend failed while starting ({message})")))
         }
     }
 }
