@@ -10,7 +10,10 @@ squeeze-excitation, the policy and WDL heads), reading the weights from model.sa
     pip install numpy safetensors
     python3 tools/check_export.py export/
 
-Prints the largest difference from the logits xqz computed and exits with status 1 above 1e-3.
+Prints the largest difference from the logits xqz computed and exits with status 1 above 1e-3,
+and the test position's top move: as model.json's `policy.meaning` says, illegal moves are
+masked first, with the test vector's `legal_moves` (the policy indices of the position's legal
+moves; exports written before it was recorded name the top action over all indices, and say so).
 """
 
 import json
@@ -156,9 +159,21 @@ def main():
     dw = np.abs(wdl - np.array(tv["wdl_logits"])).max()
     e = np.exp(wdl - wdl.max())
     w, d, l = e / e.sum()
-    best = desc["policy"]["moves"][int(np.argmax(policy))]
+    moves = desc["policy"]["moves"]
+    legal = tv.get("legal_moves")
+    if legal is None:
+        top = f"top policy action {moves[int(np.argmax(policy))]} (unmasked: this export's test vector lists no legal moves)"
+    else:
+        if not legal or not all(isinstance(i, int) and 0 <= i < len(moves) for i in legal):
+            sys.exit(f"{directory}/model.json: test_vector.legal_moves must be policy indices below {len(moves)}")
+        masked = np.full(policy.shape, -np.inf)
+        masked[legal] = policy[legal]
+        p = np.exp(masked - masked.max())
+        p /= p.sum()
+        i = int(np.argmax(masked))
+        top = f"top legal move {moves[i]} ({100 * p[i]:.1f}% of {len(legal)} legal moves)"
     print(f"{checked} files match the manifest; {len(weights)} tensors; start position: W/D/L {w:.3f}/{d:.3f}/{l:.3f}, "
-          f"top policy move {best}; max difference from xqz: policy {dp:.2e}, wdl {dw:.2e}")
+          f"{top}; max difference from xqz: policy {dp:.2e}, wdl {dw:.2e}")
     sys.exit(0 if max(dp, dw) < 1e-3 else 1)
 
 

@@ -212,12 +212,18 @@ fn safetensors_bytes(
 }
 
 /// The start position's input planes and the net's logits for them: a test vector that lets
-/// another implementation of the forward pass check itself.
+/// another implementation of the forward pass check itself. `legal_moves` lists the policy
+/// indices of the position's legal moves (ascending), the mask `policy.meaning` asks for, so
+/// that a reader without a move generator can find the top legal move.
 fn test_vector<G: GameEnv>(net: &Net) -> Result<serde_json::Value, CheckpointError> {
     let rules = G::default_rules();
     let start = G::start_position(rules);
     let fen = G::position_fen(&start);
     let game = G::new_game(start, rules);
+    let turn = game.turn();
+    let mut legal: Vec<usize> =
+        game.legal_moves_vec().into_iter().filter_map(|m| G::move_to_index(m, turn)).collect();
+    legal.sort_unstable();
     let mut planes = vec![0.0f32; G::INPUT_SIZE];
     game.encode_planes(&mut planes);
     let device = net.input.conv.weight.val().device();
@@ -237,6 +243,7 @@ fn test_vector<G: GameEnv>(net: &Net) -> Result<serde_json::Value, CheckpointErr
         "planes": planes,
         "policy_logits": read(out.policy)?,
         "wdl_logits": read(out.wdl)?,
+        "legal_moves": legal,
     }))
 }
 
