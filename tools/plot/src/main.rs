@@ -8,7 +8,9 @@
 //! Writes `losses.png` (every loss term against optimizer steps), `arena.png` (the arena score
 //! against each opponent over the run's hours) and `selfplay.png` (mean game length and value
 //! accuracy per iteration). Text is drawn with a TrueType font read at run time (`--font`, or
-//! the first of a few usual system paths).
+//! the first of a few usual system paths). A chart whose columns hold no data (a worker-fed
+//! `--store` run's trainer plays no self-play, so its self-play columns are empty) is skipped
+//! with a note on standard error; the others are still written.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -114,7 +116,8 @@ impl Table {
     }
 }
 
-/// A line chart with one series per entry (points drawn too, for short series).
+/// A line chart with one series per entry (points drawn too, for short series); series with no
+/// points are left out. Returns false, drawing nothing, when no series has a point.
 fn line_chart(
     path: &Path,
     title: &str,
@@ -122,14 +125,15 @@ fn line_chart(
     y_label: &str,
     series: &[(String, Vec<(f64, f64)>)],
     y_range: Option<(f64, f64)>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
+    let series: Vec<&(String, Vec<(f64, f64)>)> = series.iter().filter(|(_, s)| !s.is_empty()).collect();
     let all = series.iter().flat_map(|(_, s)| s.iter());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for &(x, y) in all {
         (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
     }
     if x0 > x1 {
-        bail!("{title}: no data to plot");
+        return Ok(false);
     }
     if x0 == x1 {
         x1 = x0 + 1.0;
@@ -174,22 +178,46 @@ fn line_chart(
         root.present()?;
         Ok(())
     };
-    draw().map_err(|e| anyhow::anyhow!("cannot draw '{}': {e}", path.display()))
+    draw().map_err(|e| anyhow::anyhow!("cannot draw '{}': {e}", path.display()))?;
+    Ok(true)
 }
 
 fn main() -> anyhow::Result<()> {
     let args = &Args::parse();
     load_font(args.font.as_deref())?;
     let out = args.out.clone().unwrap_or_else(|| args.run_dir.join("plots"));
-    std::fs::create_dir_all(&out)
+    for f in plot(&args.run_dir, &out)? {
+        println!("{}", f.display());
+    }
+    Ok(())
+}
+
+/// Draws the charts of the run in `run_dir` into `out` (created if missing) and returns the
+/// files written; a chart without data is skipped with a note on standard error.
+///
+/// # Errors
+/// An unreadable or empty `metrics.csv`, a missing column, a file that cannot be written.
+fn plot(run_dir: &Path, out: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create '{}'", out.display()))?;
 
-    let metrics_path = args.run_dir.join("metrics.csv");
+    let metrics_path = run_dir.join("metrics.csv");
     let metrics = Table::read(&metrics_path)?;
     if metrics.rows() == 0 {
         bail!("'{}' has no iteration yet", metrics_path.display());
     }
     let m = &metrics_path;
+    let mut written = Vec::new();
+    let mut chart = |name: &str, title: &str, x: &str, y: &str, series: &[(String, Vec<(f64, f64)>)], range: Option<(f64, f64)>| -> anyhow::Result<()> {
+        let file = out.join(name);
+        if line_chart(&file, title, x, y, series, range)? {
+            written.push(file);
+        } else {
+            let columns: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+            eprintln!("{title}: no data in '{}' ({}): no {name}", m.display(), columns.join(", "));
+        }
+        Ok(())
+    };
     let losses: Vec<(String, Vec<(f64, f64)>)> = [
         ("total", "loss"),
         ("policy (cross-entropy)", "policy_loss"),
@@ -199,27 +227,21 @@ fn main() -> anyhow::Result<()> {
     .into_iter()
     .map(|(name, col)| Ok((name.to_string(), metrics.points("total_steps", col, m)?)))
     .collect::<anyhow::Result<_>>()?;
-    let mut written = Vec::new();
-    let file = out.join("losses.png");
-    line_chart(&file, "Training losses (mean per iteration)", "optimizer steps", "loss", &losses, None)?;
-    written.push(file);
+    chart("losses.png", "Training losses (mean per iteration)", "optimizer steps", "loss", &losses, None)?;
 
     let hours = |col: &str| -> anyhow::Result<Vec<(f64, f64)>> {
         Ok(metrics.points("elapsed_s", col, m)?.into_iter().map(|(x, y)| (x / 3600.0, y)).collect())
     };
-    let file = out.join("selfplay.png");
-    line_chart(
-        &file,
+    chart(
+        "selfplay.png",
         "Self-play: mean game length",
         "hours",
         "plies",
         &[("mean game length".to_string(), hours("mean_game_length")?)],
         None,
     )?;
-    written.push(file);
-    let file = out.join("value.png");
-    line_chart(
-        &file,
+    chart(
+        "value.png",
         "Value head accuracy and policy entropy",
         "hours",
         "accuracy / entropy (nats)",
@@ -229,9 +251,8 @@ fn main() -> anyhow::Result<()> {
         ],
         None,
     )?;
-    written.push(file);
 
-    let arena_path = args.run_dir.join("arena.csv");
+    let arena_path = run_dir.join("arena.csv");
     if arena_path.is_file() {
         let arena = Table::read(&arena_path)?;
         let a = &arena_path;
@@ -254,12 +275,70 @@ fn main() -> anyhow::Result<()> {
         } else {
             let series: Vec<_> = by_opponent.into_iter().collect();
             let file = out.join("arena.png");
-            line_chart(&file, "Arena score of the current net", "hours", "score (%)", &series, Some((0.0, 100.0)))?;
-            written.push(file);
+            if line_chart(&file, "Arena score of the current net", "hours", "score (%)", &series, Some((0.0, 100.0)))? {
+                written.push(file);
+            }
         }
     }
-    for f in &written {
-        println!("{}", f.display());
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch directory holding `metrics.csv` with `text`.
+    fn run_with(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xqz-plot-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("metrics.csv"), text).unwrap();
+        dir
     }
-    Ok(())
+
+    fn font() -> bool {
+        match load_font(None) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                false
+            }
+        }
+    }
+
+    const HEADER: &str = "iteration,total_steps,elapsed_s,loss,policy_loss,value_loss,weight_decay_loss,mean_game_length,value_accuracy,policy_entropy\n";
+
+    /// A trainer fed by workers (`--store`) plays no self-play: its self-play columns are empty.
+    /// The charts with data are written, the one without is skipped, and plot succeeds.
+    #[test]
+    fn a_chart_without_data_is_skipped_and_the_others_are_written() {
+        if !font() {
+            return;
+        }
+        let csv = format!("{HEADER}1,10,60,3.0,2.5,0.4,0.1,,,2.9\n2,20,120,2.8,2.4,0.3,0.1,,,2.7\n");
+        let dir = run_with("store", &csv);
+        let out = dir.join("plots");
+        let written = plot(&dir, &out).unwrap();
+        let names: Vec<String> =
+            written.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["losses.png", "value.png"]);
+        for f in &written {
+            assert!(std::fs::metadata(f).unwrap().len() > 1000, "{}", f.display());
+        }
+        assert!(!out.join("selfplay.png").exists());
+
+        // With self-play data every chart is written.
+        let csv = format!("{HEADER}1,10,60,3.0,2.5,0.4,0.1,80,0.4,2.9\n");
+        let dir = run_with("local", &csv);
+        let written = plot(&dir, &dir.join("plots")).unwrap();
+        assert_eq!(written.len(), 3, "{written:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_run_without_iterations_is_an_error() {
+        let dir = run_with("empty", HEADER);
+        let e = plot(&dir, &dir.join("plots")).unwrap_err().to_string();
+        assert!(e.contains("has no iteration yet"), "{e}");
+    }
 }
