@@ -1,5 +1,5 @@
 //! End-to-end tests of `xqz perft --game janggi` and `xqz outcome --game janggi`: the xiangqi
-//! output contract (DESIGN.md, "Contracts") with janggi's rules, rule sets and pass.
+//! output contract (README, "Other commands") with janggi's rules, rule sets and pass.
 
 use std::process::{Command, Output};
 

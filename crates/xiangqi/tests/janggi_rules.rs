@@ -1,4 +1,4 @@
-//! One test per movement rule of janggi (`DESIGN.md`, "Janggi"), each with its illegal
+//! One test per movement rule of janggi (`docs/RULES.md`, "Janggi"), each with its illegal
 //! counterpart, on small positions derived by hand from the rule text; plus FEN validation,
 //! move text, the pass and the API around them.
 

@@ -1,6 +1,6 @@
 //! The janggi [`Game`]: a position with its history and the verdict.
 //!
-//! The rules of the game's end (`DESIGN.md`, "Janggi"): checkmate loses; 200 plies without a
+//! The rules of the game's end (`docs/RULES.md`, "Janggi"): checkmate loses; 200 plies without a
 //! capture draw (passes count as plies, only captures reset the count), unless the move that
 //! reaches the limit mates. A side not in check can always pass, so "no legal move" is always
 //! checkmate. There is no repetition rule; [`Game::repetitions`] exists for the network's input

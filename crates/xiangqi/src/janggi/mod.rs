@@ -12,7 +12,7 @@
 //!   written in UCI as that point twice (`e1e1`), as Fairy-Stockfish does ([`is_pass`]).
 //!
 //! # Rules
-//! From `DESIGN.md`, "Janggi" (seed rule text 004, a game site's rules):
+//! From `docs/RULES.md`, "Janggi" (a game site's rules):
 //! * General and guards: one point along any line of their own palace, orthogonally or along
 //!   the diagonals joining the corners through the centre; never out of the palace.
 //! * Elephant: one point straight, then two diagonally outward; both points passed over empty.
@@ -93,7 +93,7 @@ pub const MAX_MOVES: usize = 160;
 pub type MoveList = ArrayVec<Move, MAX_MOVES>;
 
 /// The two janggi rule sets. They differ only in the cannon's non-capturing moves
-/// (`DESIGN.md`, "Janggi").
+/// (`docs/RULES.md`, "Janggi").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Rules {
     /// The game site's rules (the default): a cannon that does not capture slides like a

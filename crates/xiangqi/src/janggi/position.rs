@@ -13,7 +13,7 @@ use crate::position::{Board, MAX_COUNTER, Setup};
 use crate::tables::{HORSE_ATTACKS, HORSE_MOVES, RAYS, ZOBRIST_BLACK, ZOBRIST_PIECES};
 use crate::types::{ByColor, Color, Piece, PieceKind, Square};
 
-/// The site's start position, in Fairy-Stockfish's janggi FEN (`DESIGN.md`, "Janggi"): both
+/// The site's start position, in Fairy-Stockfish's janggi FEN (`docs/RULES.md`, "Janggi"): both
 /// sides with a horse and an elephant on files b–c (`N B`) and an elephant and a horse on files
 /// g–h (`B N`): the elephants inside, the horses outside; generals on their palace centres.
 pub const START_FEN: &str =
