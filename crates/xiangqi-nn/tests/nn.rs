@@ -119,6 +119,50 @@ fn overfit(micro_batch: usize) {
     assert!(last.policy_entropy < first.policy_entropy);
 }
 
+/// Every trainable parameter of a module, in visiting order, each as its values; batch-norm
+/// running statistics (visited too, as tensors that require no gradient) are state, left out.
+struct Params(Vec<Vec<f32>>);
+
+impl burn::module::ModuleVisitor for Params {
+    fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
+        let value = param.val();
+        if value.is_require_grad() {
+            self.0.push(value.try_into_vec_as::<f32>().unwrap());
+        }
+    }
+}
+
+fn params_of<M: Module>(module: &M) -> Vec<Vec<f32>> {
+    let mut p = Params(Vec::new());
+    module.visit(&mut p);
+    p.0
+}
+
+/// Plain SGD (no momentum, no weight decay, no clipping, no mirror, no warm-up): one step
+/// changes each parameter by exactly `−learning_rate · gradient`, so the change of the weights
+/// shows the gradient the trainer computed.
+fn plain_sgd(micro_batch: usize) -> TrainConfig {
+    TrainConfig {
+        optimizer: xiangqi_nn::OptimizerKind::Sgd,
+        learning_rate: 0.1,
+        momentum: 0.0,
+        weight_decay: 0.0,
+        grad_clip_norm: 0.0,
+        mirror: false,
+        micro_batch,
+        ..no_warmup()
+    }
+}
+
+/// The change of every parameter in one step of a fresh trainer (seed 9) on `b`.
+fn update(config: &TrainConfig, b: &TrainBatch) -> Vec<f32> {
+    let mut t = Trainer::new(&NetConfig::tiny(), config, &cpu_device(), 9).unwrap();
+    let before = params_of(t.net());
+    t.step(b).unwrap();
+    let after = params_of(t.net());
+    before.iter().flatten().zip(after.iter().flatten()).map(|(b, a)| a - b).collect()
+}
+
 #[test]
 fn micro_batches_sum_their_gradients() {
     // A micro-batch as large as the batch is one pass.
@@ -133,6 +177,35 @@ fn micro_batches_sum_their_gradients() {
     let (same, same_out) = step(8);
     assert_eq!(whole, same);
     assert_eq!(whole_out, same_out);
+    // Smaller passes sum their gradients: with every sample a full search, each micro-batch's
+    // share of the loss is its samples' share of the batch, so the update of a step in
+    // micro-batches of 3, 3 and 2 samples is 3/8, 3/8 and 2/8 of the updates of steps on each
+    // micro-batch alone (a batch norm normalizes each micro-batch by its own statistics, so
+    // the sum is that of the parts as they are, not the whole batch's gradient). Averaged
+    // instead of summed, the update would be a third of that; a part left out, 3/8 short.
+    let all_full = batch(8, 12, |_| true);
+    let micro = update(&plain_sgd(3), &all_full);
+    let mut parts = vec![0.0f32; micro.len()];
+    for (start, end) in [(0, 3), (3, 6), (6, 8)] {
+        let mut part = TrainBatch::with_capacity(end - start);
+        for i in start..end {
+            let planes = &all_full.planes()[i * INPUT_SIZE..(i + 1) * INPUT_SIZE];
+            let policy = &all_full.policy()[i * POLICY_SIZE..(i + 1) * POLICY_SIZE];
+            let w = &all_full.wdl()[3 * i..3 * i + 3];
+            part.push(planes, policy, [w[0], w[1], w[2]], true);
+        }
+        let share = (end - start) as f32 / 8.0;
+        for (sum, d) in parts.iter_mut().zip(update(&plain_sgd(0), &part)) {
+            *sum += share * d;
+        }
+    }
+    let scale = micro.iter().fold(0.0f32, |m, d| m.max(d.abs()));
+    assert!(scale > 1e-3, "the step moved no weight: {scale}");
+    let diff = max_abs_diff(&micro, &parts);
+    assert!(
+        diff < 1e-3 * scale,
+        "micro-batched update off the sum of its parts by {diff} (largest change {scale})"
+    );
     // Smaller passes: the same samples are counted once each.
     let (parts, parts_out) = step(3);
     assert_eq!((parts.samples, parts.full_searches), (8, whole.full_searches));
@@ -541,20 +614,75 @@ fn masked_illegal_moves_get_no_probability_and_no_gradient() {
     }
     assert!(last.policy_loss < first.policy_loss - 0.3, "{first:?} -> {last:?}");
     assert!(last.policy_entropy <= max_legal.ln() + 1e-3);
+    // No gradient: an action illegal in every sample of the batch has a logit whose gradient
+    // is 0 in each, so one plain SGD step leaves its bias and its column of the policy layer's
+    // weights exactly as they were; unmasked, its softmax weight is positive and they move.
+    let (n, size) = (b.len(), POLICY_SIZE);
+    let never_legal: Vec<usize> =
+        (0..size).filter(|&a| (0..n).all(|i| b.legal()[i * size + a] == 0.0)).collect();
+    let sometimes_legal: Vec<usize> =
+        (0..size).filter(|&a| (0..n).any(|i| b.legal()[i * size + a] > 0.0)).collect();
+    assert!(never_legal.len() > 1000 && !sometimes_legal.is_empty(), "{}", never_legal.len());
+    // The policy layer's bias `[POLICY_SIZE]` and weight `[inputs, POLICY_SIZE]` after a step.
+    let policy_layer = |mask_illegal: bool| {
+        let config = TrainConfig { mask_illegal, ..plain_sgd(0) };
+        let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 3).unwrap();
+        let layer = |t: &Trainer| {
+            let fc = &t.net().policy_fc;
+            let bias = fc.bias.as_ref().unwrap().val().try_into_vec_as::<f32>().unwrap();
+            (bias, fc.weight.val().try_into_vec_as::<f32>().unwrap())
+        };
+        let before = layer(&trainer);
+        trainer.step(&b).unwrap();
+        (before, layer(&trainer))
+    };
+    let moved = |((b0, w0), (b1, w1)): &((Vec<f32>, Vec<f32>), (Vec<f32>, Vec<f32>)), a: usize| {
+        b0[a] != b1[a] || (a..w0.len()).step_by(size).any(|k| w0[k] != w1[k])
+    };
+    let masked = policy_layer(true);
+    let still: Vec<usize> = never_legal.iter().copied().filter(|&a| moved(&masked, a)).collect();
+    assert!(
+        still.is_empty(),
+        "{} masked illegal actions got a gradient, the first {:?}",
+        still.len(),
+        &still[..still.len().min(8)]
+    );
+    assert!(sometimes_legal.iter().any(|&a| moved(&masked, a)), "no legal action moved");
+    let unmasked = policy_layer(false);
+    assert!(never_legal.iter().all(|&a| moved(&unmasked, a)), "unmasked, every action moves");
 }
 
 #[test]
 fn a_value_weight_of_zero_teaches_the_value_head_nothing() {
-    let config = TrainConfig { learning_rate: 3e-3, mirror: false, ..no_warmup() };
+    // Weight decay 0: a decoupled decay would shrink the value head's weights whatever the loss.
+    let config =
+        TrainConfig { learning_rate: 3e-3, mirror: false, weight_decay: 0.0, ..no_warmup() };
+    // The value head's parameters (its convolution, batch-norm scale and shift, both linear
+    // layers; not the running statistics, which follow the batch in any forward pass).
+    let value_head = |t: &Trainer| {
+        let net = t.net();
+        [params_of(&net.value_conv), params_of(&net.value_fc1), params_of(&net.value_fc2)].concat()
+    };
     let (b, _) = compact_batch(16, 2, 0.0);
     let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
+    let (head, trunk) = (value_head(&trainer), params_of(&trainer.net().input));
     let m = trainer.step(&b).unwrap();
     assert_eq!(m.value_loss, 0.0, "{m:?}");
-    // With weight 1 the same samples have a value loss (ln 3 for an untrained net, about).
+    assert!(value_head(&trainer) == head, "the value head's weights moved");
+    // The policy loss still trains the shared trunk.
+    assert_ne!(params_of(&trainer.net().input), trunk, "the trunk did not move");
+    // With weight 1 the same samples have a value loss (ln 3 for an untrained net, about), and
+    // the value head learns from it.
     let (b, _) = compact_batch(16, 2, 1.0);
     let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
     let m = trainer.step(&b).unwrap();
     assert!(m.value_loss > 0.3, "{m:?}");
+    let moved = value_head(&trainer);
+    // The convolution's weight, the norm's scale and shift, both layers' weights and biases.
+    assert_eq!((moved.len(), head.len()), (7, 7));
+    for (i, (a, b)) in moved.iter().zip(&head).enumerate() {
+        assert_ne!(a, b, "value-head parameter {i} did not move with value weight 1");
+    }
 }
 
 /// The CPU kernels (the default path on the CPU) against burn's operations on the same folded
