@@ -34,6 +34,7 @@ pub mod arena;
 pub mod config;
 pub mod eval;
 pub mod game;
+pub mod import;
 pub mod record;
 pub mod resign;
 pub mod search;
