@@ -429,8 +429,35 @@ fn piece_values_are_the_conventional_ones() {
 
 #[test]
 fn move_list_capacity_covers_an_open_position() {
-    // Chariots and (site) cannons on open lines and a palace centre: far from the 157 bound of
-    // `MAX_MOVES`, but every move is counted without overflow.
+    // Chariots and (site) cannons on open lines and a palace centre: far from the 156 bound of
+    // `MAX_MOVES`, but every move is counted without overflow. Cho to move; Han has its general
+    // alone, which attacks nothing outside its palace, so no Cho move is illegal for leaving
+    // its general attacked, and Cho can pass (not in check). Counted by hand from
+    // docs/RULES.md, "Janggi" (the palace is d0–f2, its diagonals d0–e1–f2 and f0–e1–d2):
+    // - general d0 (a corner): e0, d1; the diagonal to e1 holds the own chariot = 2;
+    // - guard f0: e0, f1 = 2; guard f2: e2, f1 = 2 (their diagonal point e1 is taken);
+    // - chariot e1 (the centre): a1–d1 (4), f1–i1 (4), e2–e9 (8), e0 (1), and of the four
+    //   diagonal points only d2 is empty = 18;
+    // - chariot a5: b5–i5 (8), a0–a4 (5), a6–a9 (4) = 17;
+    // - cannon c4 (site: a slide like a chariot's; the only enemy piece is the general, not
+    //   in check, so no capture): a4, b4 (2), d4–h4 up to the own soldier on i4 (5), c5–c9 (5),
+    //   c1–c3 up to the own elephant on c0 (3) = 15;
+    // - cannon h6: a6–g6 (7), i6 (1), h7–h9 (3), h3–h5 up to the own horse on h2 (3) = 14;
+    // - horse b2: over b3 to a4 (c4 is the own cannon), over b1 to a0 (c0 the own elephant),
+    //   over c2 to d3 and d1, over a2 off the board = 4;
+    // - horse h2: over h3 to g4 (i4 the own soldier), over h1 to g0 and i0, over g2 to f3 and
+    //   f1, over i2 off the board = 5;
+    // - elephant c0: over c1 and d2 to e3 (over c1 and b2 to a3 is blocked by the own horse),
+    //   d0 the own general, b0's way off the board = 1;
+    // - elephant g3: e6 (over g4, f5), i6 (g4, h5), e0 (g2, f1), i0 (g2, h1), d5 (f3, e4), d1
+    //   (f3, e2), h3's way off the board = 6;
+    // - soldier i4: i5, h4 = 2;
+    // - the pass = 1.
+    // Total 2 + 2 + 2 + 18 + 17 + 15 + 14 + 4 + 5 + 1 + 6 + 2 + 1 = 89. Under `traditional`
+    // every cannon move jumps a screen: c4 has none on its four lines before the edge or a
+    // piece with nothing beyond it (i4, c0 stand on the edge), h6 jumps the horse on h2 to h1
+    // and h0 = 0 + 2 instead of 15 + 14: 62, as Fairy-Stockfish counts it (`UCI_Variant
+    // janggi`, `go perft 1` on the FEN below).
     let pieces = [
         ('K', "d0"),
         ('A', "f0"),
@@ -447,7 +474,20 @@ fn move_list_capacity_covers_an_open_position() {
         ('k', "f9"),
     ];
     let p = pos(&pieces, CHO, Rules::Site);
+    assert_eq!(p.fen(), "5k3/9/9/7C1/R8/2C5P/6B2/1N3A1N1/4R4/2BK1A3 w - - 0 1");
     let n = p.legal_moves().len();
-    assert!(n > 80 && n <= janggi::MAX_MOVES, "{n}");
+    assert_eq!(n, 89);
+    assert!(n <= janggi::MAX_MOVES);
     assert_eq!(n, p.count_legal_moves());
+    let counts: Vec<usize> = pieces[..12].iter().map(|&(_, s)| from_in(&p, s)).collect();
+    assert_eq!(counts, [2, 2, 2, 18, 17, 15, 14, 4, 5, 1, 6, 2]);
+    assert!(janggi::is_pass(*p.legal_moves().last().unwrap()));
+    let t = pos(&pieces, CHO, Rules::Traditional);
+    assert_eq!(t.legal_moves().len(), 62);
+    assert_eq!((from_in(&t, "c4"), from_in(&t, "h6")), (0, 2));
+}
+
+/// The moves of `p` from the point `s` (the pass left out).
+fn from_in(p: &Position, s: &str) -> usize {
+    p.legal_moves().iter().filter(|&&m| m.from() == sq(s) && !janggi::is_pass(m)).count()
 }
