@@ -302,10 +302,16 @@ mod tests {
     fn elo_matches_the_logistic_model() {
         assert!((elo_from_score(0.75) - 190.848).abs() < 1e-3);
         assert!((score_from_elo(elo_from_score(0.3)) - 0.3).abs() < 1e-12);
-        // 750 wins, 250 losses: the prior barely moves the estimate.
+        // 750 wins, 250 losses: the prior barely moves the estimate. By hand, with the half
+        // point on each side: w = 750.5, l = 250.5, n = 1001, s = 750.5 / 1001 = 0.749750;
+        // Elo = 400 · log10(750.5 / 250.5) = 400 · log10(2.996008) = 400 · 0.476543 = 190.617.
+        // With no draws the variance per game is s(1 − s) = 750.5 · 250.5 / 1001² = 0.187625,
+        // se = √(0.187625 / 1001) = 0.0136908; the slope of the Elo curve at s is
+        // 400 / (ln 10 · s(1 − s)) = 400 / (2.302585 · 0.187625) = 925.88 Elo per unit of
+        // score; half the interval 1.959964 · 0.0136908 · 925.88 = 24.84, so 165.77 to 215.46.
         let e = Wdl::new(750, 0, 250).elo();
-        assert!((e.elo - 190.8).abs() < 1.0, "{e:?}");
-        assert!(e.lower > 150.0 && e.upper < 235.0, "{e:?}");
+        assert!((e.elo - 190.617).abs() < 0.01, "{e:?}");
+        assert!((e.lower - 165.77).abs() < 0.01 && (e.upper - 215.46).abs() < 0.01, "{e:?}");
     }
 
     #[test]
