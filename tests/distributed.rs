@@ -545,3 +545,297 @@ impl WaitErr for Child {
         err
     }
 }
+
+/// The `shard` lines of the run's per-iteration store records (`shards/store-consumed-N.txt`):
+/// `(iteration, key, samples, games, fate)`, in iteration order.
+fn consumed_records(run: &Path) -> Vec<(u64, String, u64, u64, String)> {
+    let mut paths: Vec<PathBuf> = fs::read_dir(run.join("shards"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("store-consumed-") && name.ends_with(".txt")
+        })
+        .collect();
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        for line in fs::read_to_string(&path).unwrap().lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            if f[0] == "shard" {
+                assert_eq!(f.len(), 6, "{}: {line}", path.display());
+                out.push((
+                    f[1].parse().unwrap(),
+                    f[2].to_string(),
+                    f[3].parse().unwrap(),
+                    f[4].parse().unwrap(),
+                    f[5].to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The cells of a `metrics.csv` column, one per row.
+fn metrics_column(run: &Path, name: &str) -> Vec<String> {
+    let text = fs::read_to_string(run.join("metrics.csv")).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let i = header.iter().position(|&h| h == name).unwrap_or_else(|| panic!("no {name}"));
+    text.lines().skip(1).map(|l| l.split(',').nth(i).unwrap_or("").to_string()).collect()
+}
+
+/// The newest `shard-N.npz` of the run directory (0 when none).
+fn newest_run_shard(run: &Path) -> u64 {
+    xiangqi_search::list_shards(&run.join("shards"))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?;
+            name.strip_prefix("shard-")?.strip_suffix(".npz")?.parse().ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The README's check of exactly-once, run as a user would (its output).
+fn readme_check(run: &Path) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "awk '$1 == \"shard\" {{ n[$3]++; t++ }} END {{ for (k in n) if (n[k] > 1) print \
+             \"twice:\", k; print t, \"consumed,\", length(n), \"distinct\" }}' \
+             {}/shards/store-consumed-*.txt",
+            run.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_trainer_killed_again_and_again_records_each_shard_once_and_metrics_add_up() {
+    let dir = temp("records");
+    let config = config(&dir);
+    let store_dir = dir.join("store");
+    let url = store_dir.to_str().unwrap().to_string();
+    let store = Store::open(&url, &[]).unwrap();
+    let run = dir.join("run");
+    let logs: Vec<PathBuf> = (0..2).map(|i| dir.join(format!("worker-{i}.log"))).collect();
+    let mut t = trainer(&config, &run, &url, 2, false);
+    // Killed when the test ends, whichever way it ends.
+    let _workers = [Reap(worker(&url, &logs[0])), Reap(worker(&url, &logs[1]))];
+    wait(&mut t, Duration::from_secs(300), "the first trainer");
+    // Killed with kill -9 as soon as an iteration has gathered its shard from the store (its
+    // record and shard written, its checkpoint not yet): the resume trains on that shard.
+    for kill in 0..3 {
+        let before = newest_run_shard(&run);
+        let mut t = Reap(trainer(&config, &run, &url, 3, true));
+        let start = Instant::now();
+        while newest_run_shard(&run) == before {
+            assert!(t.0.try_wait().unwrap().is_none(), "the trainer ended before kill {kill}");
+            assert!(
+                start.elapsed() < Duration::from_secs(300),
+                "kill {kill}: no new iteration gathered within 300 s (time)"
+            );
+            sleep(Duration::from_millis(20));
+        }
+        drop(t);
+    }
+    let mut t = trainer(&config, &run, &url, 2, true);
+    let log = wait(&mut t, Duration::from_secs(300), "the last trainer");
+    assert!(log.contains("done:"), "{log}");
+    drop(_workers);
+
+    // Every shard of the records once, and they are exactly the store's shards before the
+    // newest checkpoint's cursor (the store keeps them in this config).
+    let records = consumed_records(&run);
+    let keys: Vec<&str> = records.iter().map(|r| r.1.as_str()).collect();
+    let distinct: BTreeSet<&str> = keys.iter().copied().collect();
+    assert_eq!(distinct.len(), keys.len(), "a shard in two records: {records:?}");
+    let cursor = consumed_cursor(&run);
+    let shards = store_shards(&store);
+    let below: BTreeSet<String> = shards
+        .keys()
+        .filter(|&&(w, seq)| seq < cursor.next(w))
+        .map(|&(w, seq)| xiangqi_train::distributed::shard_key(w, seq))
+        .collect();
+    assert_eq!(distinct, below.iter().map(String::as_str).collect(), "{records:?}");
+    assert!(records.iter().all(|r| r.4 == "trained"), "{records:?}");
+    // Each record's counts are its shard's, and its games are the ones trained on, each once.
+    let mut games = BTreeSet::new();
+    for (_, key, samples, n, _) in &records {
+        let (w, seq) = xiangqi_train::distributed::parse_shard_key(key).unwrap();
+        let shard = &shards[&(w, seq)];
+        assert_eq!((*samples, *n), (shard.len() as u64, shard.games().len() as u64), "{key}");
+        games.extend(shard.games());
+    }
+    let trained = trained_games(&run);
+    assert!(trained.values().all(|&n| n == 1), "{trained:?}");
+    assert_eq!(trained.into_keys().collect::<BTreeSet<_>>(), games);
+    // metrics.csv: a row per iteration, every store cell filled, store_shards adding up to the
+    // records, the resumed iterations included.
+    let iterations = xiangqi_train::pipeline::list_checkpoints(&run.join("checkpoints"))
+        .unwrap()
+        .last()
+        .unwrap()
+        .0;
+    let cells = metrics_column(&run, "store_shards");
+    assert_eq!(cells.len() as u64, iterations, "one row per iteration: {cells:?}");
+    let sum: u64 = cells
+        .iter()
+        .map(|c| c.parse::<u64>().unwrap_or_else(|_| panic!("an empty store cell: {cells:?}")))
+        .sum();
+    assert_eq!(sum, records.len() as u64, "{cells:?}");
+    for column in ["store_workers", "store_mb", "data_age_mean", "ingest_s"] {
+        let cells = metrics_column(&run, column);
+        assert!(cells.iter().all(|c| !c.is_empty()), "{column}: {cells:?}");
+    }
+    let by_iteration: BTreeSet<u64> = records.iter().map(|r| r.0).collect();
+    assert_eq!(by_iteration, (1..=iterations).collect(), "a record per iteration");
+    // The README's one-line check says the same.
+    let n = records.len();
+    assert_eq!(readme_check(&run), format!("{n} consumed, {n} distinct\n"));
+    eprintln!("{iterations} iterations, {n} shards consumed, each once, across 3 kills");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_long_store_run_keeps_the_newest_nets_forgets_idle_workers_and_leaves_no_files() {
+    use xiangqi_train::distributed::{model_key, shard_key};
+    let dir = temp("tidy");
+    let config = config(&dir);
+    let store_dir = dir.join("store");
+    let url = store_dir.to_str().unwrap().to_string();
+    let store = Store::open(&url, &[]).unwrap();
+    // Worker a uploads 2 shards and goes quiet; b uploads 6. A window that two shards fill:
+    // an iteration reads 2 shards, one of each worker in turn (a0 b0 | a1 b1 | b2 b3 | b4 b5).
+    let (a, b) = (0xa, 0xb);
+    let n = upload_worker_shards(&store, &[a, b], &[2, 6], 4);
+    let pairs = [((a, 0), (b, 0)), ((a, 1), (b, 1)), ((b, 2), (b, 3)), ((b, 4), (b, 5))];
+    let window = pairs.iter().map(|(x, _)| n[x]).max().unwrap() + 1;
+    assert!(pairs.iter().all(|(x, y)| n[x] + n[y] >= window), "{n:?}");
+    let text = fs::read_to_string(&config)
+        .unwrap()
+        .replace(
+            "store_keep_shards = true",
+            "store_keep_shards = false\nstore_keep_nets = 2\nstore_forget_workers_after = 2",
+        )
+        .replace("window_samples = 4000", &format!("window_samples = {window}"));
+    assert!(text.contains(&format!("window_samples = {window}\n")), "configs/tiny.toml changed");
+    fs::write(&config, text).unwrap();
+    // a's shards when it comes back, played now (in a store of their own until then).
+    let spare = Store::open(dir.join("spare").to_str().unwrap(), &[]).unwrap();
+    upload_worker_shards(&spare, &[a], &[2], 4);
+    // What killed writers leave: a staged file of two hours ago, one being written now (a
+    // worker mid-put), object_store's staging files of a trainer killed mid-publish.
+    let staging = store_dir.join(xiangqi_store::STAGING_DIR);
+    fs::create_dir_all(&staging).unwrap();
+    let old = staging.join("111-1-0.part");
+    fs::write(&old, b"x").unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    fs::File::options().write(true).open(&old).unwrap().set_modified(two_hours_ago).unwrap();
+    let fresh = staging.join("222-2-0.part");
+    fs::write(&fresh, b"x").unwrap();
+    fs::create_dir_all(store_dir.join("models")).unwrap();
+    let leftovers = [store_dir.join("models/000000000007.net#1"), store_dir.join("run.toml#2")];
+    for p in &leftovers {
+        fs::write(p, b"x").unwrap();
+    }
+
+    let run = dir.join("run");
+    let mut t = trainer(&config, &run, &url, 4, false);
+    let log = wait(&mut t, Duration::from_secs(300), "the trainer");
+    assert!(log.contains("removed 3 files that killed writers left"), "{log}");
+    assert!(!old.exists() && leftovers.iter().all(|p| !p.exists()) && fresh.exists(), "{log}");
+    // Nets: the newest 2 (3 and 4) and latest.
+    let models: Vec<String> = store.list("models").unwrap().into_iter().map(|e| e.key).collect();
+    assert_eq!(models, [model_key(3), model_key(4), "models/latest".to_string()], "{log}");
+    // a: none of its shards in iterations 3 and 4, its folder empty: forgotten in iteration 4.
+    assert!(log.contains(&format!("forgot 1 idle worker")) && log.contains(&format!("{a:016x}")));
+    let cursor = consumed_cursor(&run);
+    assert!(!cursor.knows(a) && cursor.next(b) == 6, "{log}");
+    // a comes back (a paused worker keeps its id and goes on far above its old cursor): its
+    // shards are read from the first one it uploads, none passed over, none refused.
+    for (seq, new) in [(0, 2000), (1, 2001)] {
+        let bytes = spare.get(&shard_key(a, seq)).unwrap().unwrap();
+        store.put_new(&shard_key(a, new), bytes).unwrap();
+    }
+    // (A window that holds both, whatever their sizes.)
+    let text = fs::read_to_string(&config).unwrap();
+    let wide = dir.join("wide.toml");
+    fs::write(
+        &wide,
+        text.replace(&format!("window_samples = {window}\n"), "window_samples = 4000\n"),
+    )
+    .unwrap();
+    let mut t = trainer(&wide, &run, &url, 1, true);
+    let log = wait(&mut t, Duration::from_secs(300), "the resumed trainer");
+    assert_eq!(consumed_cursor(&run).next(a), 2002, "{log}");
+    let fifth: Vec<String> =
+        consumed_records(&run).into_iter().filter(|r| r.0 == 5).map(|r| r.1).collect();
+    assert_eq!(fifth, [shard_key(a, 2000), shard_key(a, 2001)], "{log}");
+    let models: Vec<String> = store.list("models").unwrap().into_iter().map(|e| e.key).collect();
+    assert_eq!(models, [model_key(4), model_key(5), "models/latest".to_string()], "{log}");
+
+    // A worker's folder in the temporary directory: the folders of workers that are gone
+    // (unlocked lock, or an earlier version's empty folder) are removed when a worker starts,
+    // a live worker's (its lock held) is kept, and SIGTERM removes the worker's own.
+    let tmp = dir.join("tmp");
+    let gone = tmp.join("xqz-worker-00000000deadbeef");
+    fs::create_dir_all(gone.join("000000000003")).unwrap();
+    fs::write(gone.join("lock"), b"").unwrap();
+    fs::write(gone.join("000000000003/model.bpk"), b"x").unwrap();
+    let empty = tmp.join("xqz-worker-0000000000000bad");
+    fs::create_dir_all(&empty).unwrap();
+    let live = tmp.join("xqz-worker-00000000cafef00d");
+    fs::create_dir_all(&live).unwrap();
+    let held = fs::File::create(live.join("lock")).unwrap();
+    held.lock().unwrap();
+    let log_path = dir.join("worker.log");
+    let mut w = Reap(
+        xqz()
+            .args(["selfplay", "--threads", "1", "--store", &url])
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log_path).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let start = Instant::now();
+    let log = loop {
+        let log = fs::read_to_string(&log_path).unwrap();
+        if log.contains("playing with generation 5") {
+            break log;
+        }
+        assert!(w.0.try_wait().unwrap().is_none(), "the worker ended:\n{log}");
+        assert!(start.elapsed() < Duration::from_secs(120), "no net within 120 s (time):\n{log}");
+        sleep(Duration::from_millis(50));
+    };
+    let id =
+        log.split("xqz selfplay: worker ").nth(1).and_then(|s| s.get(..16)).unwrap().to_string();
+    let own = tmp.join(format!("xqz-worker-{id}"));
+    assert!(own.join("lock").exists(), "{log}");
+    assert!(!gone.exists() && !empty.exists() && live.exists(), "{log}");
+    assert!(
+        Command::new("kill").args(["-TERM", &w.0.id().to_string()]).status().unwrap().success()
+    );
+    let status = w.0.wait().unwrap();
+    let log = fs::read_to_string(&log_path).unwrap();
+    assert!(status.success(), "SIGTERM: {status}\n{log}");
+    assert!(log.contains("stopped after"), "{log}");
+    assert!(!own.exists(), "the worker left {}:\n{log}", own.display());
+    drop(held);
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A child process killed (`kill -9`) when dropped, so that a failing test leaves none running.
+struct Reap(Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        kill9(&mut self.0);
+    }
+}

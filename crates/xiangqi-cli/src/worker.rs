@@ -11,8 +11,16 @@
 //!
 //! Seeds: each worker's games are seeded by its id, so two workers never play the same games;
 //! `--seed` (default `selfplay.seed`) is mixed in.
+//!
+//! Its files: a folder `xqz-worker-<id>` in the system's temporary directory (`TMPDIR`), where
+//! it unpacks each net it downloads. It is removed on every way out the worker has: the end of
+//! `--games`, an error, Ctrl-C, SIGTERM and SIGHUP (a stop, as Ctrl-C is). A `kill -9` leaves
+//! it, so each worker keeps a `lock` file in its folder locked while it runs (the system drops
+//! the lock of a process that ends in any way) and a worker that starts removes the folders
+//! whose lock it can take: those of workers that are gone.
 
-use std::path::PathBuf;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,6 +62,100 @@ fn new_worker_id() -> u64 {
     let mix = nanos ^ u64::from(std::process::id()).rotate_left(32) ^ (&local as *const u8 as u64);
     let id = rand::RngExt::random::<u64>(&mut game_rng(mix, u64::from(std::process::id())));
     if id == LOCAL_SELFPLAY_WORKER { 1 } else { id }
+}
+
+/// The name of a worker's folder in the temporary directory, before its id.
+const CACHE_PREFIX: &str = "xqz-worker-";
+
+/// The file a worker keeps locked in its folder while it runs.
+const CACHE_LOCK: &str = "lock";
+
+/// How old a folder without a lock must be to be removed as a leftover (earlier versions
+/// left such folders; a worker that is setting its folder up has its lock in it within
+/// moments).
+const UNLOCKED_LEFTOVER_AGE: Duration = Duration::from_secs(3600);
+
+/// A worker's folder in the temporary directory, locked while it lives; removed when dropped.
+struct Cache {
+    dir: PathBuf,
+    /// Locked (flock) while the worker runs; the system unlocks it however the process ends.
+    _lock: fs::File,
+}
+
+impl Cache {
+    /// Makes `<temp>/xqz-worker-<id>` with its lock taken. The lock file is locked before it
+    /// gets its name, so another worker never finds it unlocked while this one lives.
+    fn create(temp: &Path, id: u64) -> anyhow::Result<Cache> {
+        let dir = temp.join(format!("{CACHE_PREFIX}{id:016x}"));
+        let mut tries = 0;
+        loop {
+            let made = (|| -> std::io::Result<fs::File> {
+                fs::create_dir_all(&dir)?;
+                let staged = dir.join(format!("{CACHE_LOCK}.new"));
+                let lock = fs::File::create(&staged)?;
+                lock.lock()?;
+                fs::rename(&staged, dir.join(CACHE_LOCK))?;
+                Ok(lock)
+            })();
+            match made {
+                Ok(lock) => return Ok(Cache { dir, _lock: lock }),
+                // Another worker's sweep took the folder while it was empty: make it again.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => tries += 1,
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("cannot make the worker's folder {}", dir.display())
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Removes the folders of workers that are gone from `temp` (their lock can be taken; or,
+/// without a lock, as an earlier version left them: empty, or untouched for an hour), other
+/// than `own`. Returns the folders removed.
+fn remove_stale_caches(temp: &Path, own: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(temp) else { return removed };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let ours = entry.file_name().to_str().is_some_and(|n| n.starts_with(CACHE_PREFIX));
+        if !ours || dir == own || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let gone = match fs::File::open(dir.join(CACHE_LOCK)) {
+            // Its worker holds the lock while it lives.
+            Ok(lock) => lock.try_lock().is_ok(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let empty = fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_none());
+                let old = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age >= UNLOCKED_LEFTOVER_AGE);
+                if empty {
+                    // Not remove_dir_all: a worker setting up puts its lock in at once.
+                    if fs::remove_dir(&dir).is_ok() {
+                        removed.push(dir);
+                    }
+                    continue;
+                }
+                old
+            }
+            Err(_) => false,
+        };
+        if gone && fs::remove_dir_all(&dir).is_ok() {
+            removed.push(dir);
+        }
+    }
+    removed
 }
 
 /// Sleeps `d` in short slices; `false` if a stop was asked for meanwhile.
@@ -145,21 +247,27 @@ pub fn run(args: &WorkerArgs<'_>) -> anyhow::Result<ExitCode> {
     let store = crate::store::open(args.store)?;
     let device = crate::net::device(args.device)?;
     let id = new_worker_id();
-    let cache: PathBuf = std::env::temp_dir().join(format!("xqz-worker-{id:016x}"));
+    let temp = std::env::temp_dir();
+    let cache = Cache::create(&temp, id)?;
+    for dir in remove_stale_caches(&temp, &cache.dir) {
+        errln!("xqz selfplay: removed {}, the folder of a worker that is gone", dir.display());
+    }
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
+        let dir = cache.dir.clone();
+        // Ctrl-C, SIGTERM and SIGHUP (ctrlc's `termination` feature).
         let _ = ctrlc::set_handler(move || {
             if stop.swap(true, Ordering::SeqCst) {
+                let _ = fs::remove_dir_all(&dir);
                 std::process::exit(130);
             }
             errln!("\ninterrupt: dropping the games in flight and stopping");
         });
     }
     errln!("xqz selfplay: worker {id:016x} on store {} (device {})", store.location(), args.device);
-    let result = work(args, &store, id, &cache, &device, &stop);
-    let _ = std::fs::remove_dir_all(&cache);
-    result
+    // The folder goes when `cache` is dropped, on every way out of here.
+    work(args, &store, id, &cache.dir, &device, &stop)
 }
 
 fn work(
@@ -174,6 +282,7 @@ fn work(
     let mut loaded: Option<Loaded> = None;
     let mut told_waiting = false;
     let mut failed: Option<u64> = None;
+    let mut pruned: Option<u64> = None;
     let mut seq = 0u64;
     let mut next_game = 0u64;
     let mut uploaded = 0u64;
@@ -187,6 +296,21 @@ fn work(
                 Ok(l) => {
                     errln!("worker {id:016x}: playing with generation {generation}");
                     loaded = Some(l);
+                }
+                // Deleted by the trainer (it keeps loop.store_keep_nets nets) after this worker
+                // read `latest`: the newest is there, take it at once.
+                Err(_)
+                    if pruned != Some(generation)
+                        && !store.exists(&distributed::model_key(generation)).unwrap_or(true) =>
+                {
+                    errln!(
+                        "worker {id:016x}: generation {generation} was deleted from the store \
+                         before it could be downloaded (the trainer keeps the newest nets); \
+                         taking the newest"
+                    );
+                    pruned = Some(generation);
+                    watch = LatestWatch::default();
+                    continue;
                 }
                 Err(e) => {
                     if failed != Some(generation) {

@@ -124,32 +124,54 @@ fn layout(store: &Store, reason: impl Into<String>) -> DistributedError {
     DistributedError::Layout { location: store.location().to_string(), reason: reason.into() }
 }
 
-/// Per worker, the first shard sequence number the trainer has not consumed. Saved in the
-/// checkpoint's counters as `store_next_<worker:016x>`.
+/// Per worker, the first shard sequence number the trainer has not consumed, and the iteration
+/// that last consumed one of its shards. Saved in the checkpoint's counters as
+/// `store_next_<worker:016x>` and `store_seen_<worker:016x>`.
+///
+/// # Forgetting idle workers
+/// Every worker ever started would keep an entry (a restarted worker takes a new id), so
+/// [`ShardCursor::forget_idle`] drops a worker none of whose shards was consumed in the last
+/// `loop.store_forget_workers_after` iterations and whose folder in the store holds no object
+/// (every shard consumed and deleted, none uploaded since). A forgotten worker that comes back
+/// (a paused or cut-off process keeps its id and its sequence) uploads above its old cursor,
+/// never below it: [`ShardCursor::first_expected`] starts a worker the cursor does not know at
+/// its lowest shard once the shard after that one is there too, so its new shards are neither
+/// passed over nor read twice (its old ones are gone from the store).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShardCursor {
     next: BTreeMap<u64, u64>,
+    /// The iteration that last consumed a shard of the worker (absent: not known, as in a
+    /// checkpoint of an earlier version; [`ShardCursor::forget_idle`] starts counting then).
+    seen: BTreeMap<u64, u64>,
 }
 
 const CURSOR_PREFIX: &str = "store_next_";
+const SEEN_PREFIX: &str = "store_seen_";
 
 impl ShardCursor {
     /// The cursor saved in checkpoint counters (absent entries: nothing consumed).
     pub fn from_counters(counters: &BTreeMap<String, u64>) -> ShardCursor {
-        let next = counters
-            .iter()
-            .filter_map(|(k, &v)| {
-                let w = k.strip_prefix(CURSOR_PREFIX)?;
-                Some((u64::from_str_radix(w, 16).ok()?, v))
-            })
-            .collect();
-        ShardCursor { next }
+        let of = |prefix: &str| -> BTreeMap<u64, u64> {
+            counters
+                .iter()
+                .filter_map(|(k, &v)| {
+                    let w = k.strip_prefix(prefix)?;
+                    Some((u64::from_str_radix(w, 16).ok()?, v))
+                })
+                .collect()
+        };
+        let next = of(CURSOR_PREFIX);
+        let seen = of(SEEN_PREFIX).into_iter().filter(|(w, _)| next.contains_key(w)).collect();
+        ShardCursor { next, seen }
     }
 
     /// Adds the cursor to checkpoint counters.
     pub fn to_counters(&self, counters: &mut BTreeMap<String, u64>) {
         for (w, n) in &self.next {
             counters.insert(format!("{CURSOR_PREFIX}{w:016x}"), *n);
+        }
+        for (w, i) in &self.seen {
+            counters.insert(format!("{SEEN_PREFIX}{w:016x}"), *i);
         }
     }
 
@@ -158,10 +180,80 @@ impl ShardCursor {
         self.next.get(&worker).copied().unwrap_or(0)
     }
 
+    /// Whether the cursor has an entry for `worker` (a shard of it consumed, and the worker not
+    /// forgotten since).
+    pub fn knows(&self, worker: u64) -> bool {
+        self.next.contains_key(&worker)
+    }
+
+    /// The number `worker`'s next shard should have, given the sequence numbers of its shards
+    /// in the store from [`ShardCursor::next`] on, in order: [`ShardCursor::next`] for a worker
+    /// the cursor knows. For one it does not know (new, or forgotten) 0, unless its lowest
+    /// shard is above 0 and is followed by its successor: then that shard's number. A new worker
+    /// uploads its shard 0 before any other (one shard at a time), so only a forgotten worker
+    /// that came back (above its old cursor) starts higher, and it has gone on once two
+    /// shards are there; a lone stray object of an unknown id waits.
+    pub fn first_expected(&self, worker: u64, listed: &[u64]) -> u64 {
+        if self.knows(worker) {
+            return self.next(worker);
+        }
+        match listed {
+            [first, second, ..] if *first > 0 && *second == first + 1 => *first,
+            _ => 0,
+        }
+    }
+
     /// Marks `worker`'s shards up to `seq` consumed.
     pub fn consume(&mut self, worker: u64, seq: u64) {
         let n = self.next.entry(worker).or_default();
         *n = (*n).max(seq + 1);
+    }
+
+    /// Records that iteration `iteration` consumed a shard of `worker` (for
+    /// [`ShardCursor::forget_idle`]).
+    pub fn seen_in(&mut self, worker: u64, iteration: u64) {
+        let i = self.seen.entry(worker).or_default();
+        *i = (*i).max(iteration);
+    }
+
+    /// The iteration that last consumed a shard of `worker`, if known.
+    pub fn last_seen(&self, worker: u64) -> Option<u64> {
+        self.seen.get(&worker).copied()
+    }
+
+    /// Forgets the workers (other than the trainer's own, [`LOCAL_SELFPLAY_WORKER`]) none of
+    /// whose shards was consumed in the `after` iterations up to `iteration` (a worker with no
+    /// such record, from a checkpoint of an earlier version, counts from `iteration`) and for
+    /// which `holds_objects` says that its folder in the store is empty. `after` = 0 forgets
+    /// none. Returns the workers forgotten.
+    ///
+    /// # Errors
+    /// The first error of `holds_objects` (the cursor is left as it was for that worker and
+    /// those after it).
+    pub fn forget_idle<E>(
+        &mut self,
+        iteration: u64,
+        after: u64,
+        mut holds_objects: impl FnMut(u64) -> Result<bool, E>,
+    ) -> Result<Vec<u64>, E> {
+        if after == 0 {
+            return Ok(Vec::new());
+        }
+        let workers: Vec<u64> = self.next.keys().copied().collect();
+        let mut forgotten = Vec::new();
+        for w in workers {
+            if w == LOCAL_SELFPLAY_WORKER {
+                continue;
+            }
+            let seen = *self.seen.entry(w).or_insert(iteration);
+            if iteration.saturating_sub(seen) < after || holds_objects(w)? {
+                continue;
+            }
+            self.next.remove(&w);
+            self.seen.remove(&w);
+            forgotten.push(w);
+        }
+        Ok(forgotten)
     }
 
     /// Moves `worker`'s cursor to at least `seq`, passing over the numbers before it: only for
@@ -172,24 +264,38 @@ impl ShardCursor {
         *n = (*n).max(seq);
     }
 
-    /// Workers with at least one consumed shard.
+    /// Workers with at least one consumed shard (and not forgotten).
     pub fn workers(&self) -> usize {
         self.next.len()
     }
 
-    /// The cursor as text, one `<worker:016x> <next>` line per worker.
+    /// The cursor as text, one `<worker:016x> <next>[ <last seen iteration>]` line per worker.
     pub fn to_text(&self) -> String {
-        self.next.iter().map(|(w, n)| format!("{w:016x} {n}\n")).collect()
+        self.next
+            .iter()
+            .map(|(w, n)| match self.seen.get(w) {
+                Some(i) => format!("{w:016x} {n} {i}\n"),
+                None => format!("{w:016x} {n}\n"),
+            })
+            .collect()
     }
 
-    /// Parses [`ShardCursor::to_text`]; `None` if a line is malformed.
+    /// Parses [`ShardCursor::to_text`] (lines of two fields, as earlier versions wrote, have
+    /// no last-seen iteration); `None` if a line is malformed.
     pub fn from_text(text: &str) -> Option<ShardCursor> {
-        let mut next = BTreeMap::new();
+        let mut cursor = ShardCursor::default();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let (w, n) = line.split_once(' ')?;
-            next.insert(u64::from_str_radix(w, 16).ok()?, n.trim().parse().ok()?);
+            let mut fields = line.split_whitespace();
+            let w = u64::from_str_radix(fields.next()?, 16).ok()?;
+            cursor.next.insert(w, fields.next()?.parse().ok()?);
+            if let Some(i) = fields.next() {
+                cursor.seen.insert(w, i.parse().ok()?);
+            }
+            if fields.next().is_some() {
+                return None;
+            }
         }
-        Some(ShardCursor { next })
+        Some(cursor)
     }
 }
 
@@ -273,7 +379,9 @@ pub fn pending_shards(store: &Store, cursor: &ShardCursor) -> Result<Pending, St
             })
             .collect();
         let mut shards = Vec::new();
-        let mut expected = next;
+        // A worker the cursor does not know (new, or forgotten) may start above 0.
+        let seqs: Vec<u64> = listed.iter().take(2).map(|(seq, _)| *seq).collect();
+        let mut expected = cursor.first_expected(worker, &seqs);
         for (i, (seq, e)) in listed.iter().enumerate() {
             let gap = seq - expected;
             let missing = || {
@@ -418,6 +526,99 @@ pub fn publish_net(
     let created = store.put_new(&model_key(generation), pack_net(manifest, model))?;
     store.put(LATEST_KEY, format!("{generation}\n").into_bytes())?;
     Ok(if created == Created::New { Published::New } else { Published::Existing })
+}
+
+/// The folder of the nets.
+pub const MODELS_DIR: &str = "models";
+
+/// The generation of a net's key ([`model_key`]'s inverse).
+pub fn parse_model_key(key: &str) -> Option<u64> {
+    let g = key.strip_prefix(MODELS_DIR)?.strip_prefix('/')?.strip_suffix(".net")?;
+    if g.len() != 12 || !g.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    g.parse().ok()
+}
+
+/// Deletes the nets of generations `keep` or more before `latest` (the one `models/latest`
+/// names): the newest `keep` generations up to `latest`, and any after it, stay. Returns the
+/// generations deleted, in order.
+///
+/// Race-free for the workers: the trainer calls it after `latest` names the new net, so the
+/// net `latest` names is never deleted, and a worker whose download of a generation finds it
+/// gone (it read `latest` before `keep` newer nets were published) reads `latest` again and
+/// takes the newest (`xqz selfplay` does).
+///
+/// # Errors
+/// [`StoreError`] of the listing and the deletions.
+pub fn prune_nets(store: &Store, latest: u64, keep: u64) -> Result<Vec<u64>, StoreError> {
+    let mut deleted = Vec::new();
+    for e in store.list_after_lossy(MODELS_DIR, None)?.0 {
+        if let Some(g) = parse_model_key(&e.key)
+            && g.saturating_add(keep.max(1)) <= latest
+        {
+            store.delete(&e.key)?;
+            deleted.push(g);
+        }
+    }
+    Ok(deleted)
+}
+
+/// How old a file in a directory store's staging folder ([`xiangqi_store::STAGING_DIR`]) must
+/// be to count as the leftover of a killed writer: a writer's file is written, synced and
+/// linked in one go (it stays there for seconds), and its modification time keeps moving
+/// while it is written.
+pub const STAGING_LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes what killed writers left in a directory store (an S3 store has nothing of the
+/// kind: a PUT is whole or absent): the files in [`xiangqi_store::STAGING_DIR`] older than
+/// [`STAGING_LEFTOVER_AGE`] (workers may be writing newer ones), and object_store's own
+/// staging files (`NAME#N`) in `models/` and at the store's root, where only the trainer writes
+/// (`models/latest`, `run.toml`; earlier versions also staged nets there, as
+/// `models/<generation>.net#N`). For the trainer at its start, before it writes anything.
+/// Returns the paths removed, and those that could not be removed with the reason.
+pub fn clean_staging(
+    store: &Store,
+) -> (Vec<std::path::PathBuf>, Vec<(std::path::PathBuf, String)>) {
+    let (mut removed, mut failed) = (Vec::new(), Vec::new());
+    let Ok(xiangqi_store::Kind::Directory(root)) = xiangqi_store::Kind::parse(store.location())
+    else {
+        return (removed, failed);
+    };
+    let mut remove = |path: std::path::PathBuf| match std::fs::remove_file(&path) {
+        Ok(()) => removed.push(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => failed.push((path, e.to_string())),
+    };
+    let files = |dir: std::path::PathBuf| {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .collect::<Vec<_>>()
+    };
+    let now = std::time::SystemTime::now();
+    for e in files(root.join(xiangqi_store::STAGING_DIR)) {
+        let age =
+            e.metadata().and_then(|m| m.modified()).ok().and_then(|t| now.duration_since(t).ok());
+        if age.is_some_and(|a| a >= STAGING_LEFTOVER_AGE) {
+            remove(e.path());
+        }
+    }
+    for dir in [root.join(MODELS_DIR), root.clone()] {
+        for e in files(dir) {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if let Some((_, n)) = name.rsplit_once('#')
+                && !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+            {
+                remove(e.path());
+            }
+        }
+    }
+    (removed, failed)
 }
 
 /// Downloads the net of `generation` into the directory `into` as a weights-only checkpoint
@@ -641,6 +842,118 @@ mod tests {
         let e = claim(&store, 11, true).unwrap_err().to_string();
         assert!(e.contains("already holds the nets"), "{e}");
         assert_eq!(latest_generation(&store).unwrap(), Some(0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn idle_workers_with_empty_folders_are_forgotten_and_start_again_above_their_old_cursor() {
+        let mut c = ShardCursor::default();
+        for (w, seq, it) in [(1, 4, 2), (2, 0, 5), (3, 9, 1), (LOCAL_SELFPLAY_WORKER, 1, 1)] {
+            c.consume(w, seq);
+            c.seen_in(w, it);
+        }
+        // Its text and counters keep the last iteration that read each worker.
+        assert_eq!(ShardCursor::from_text(&c.to_text()), Some(c.clone()));
+        let mut counters = BTreeMap::new();
+        c.to_counters(&mut counters);
+        assert_eq!(ShardCursor::from_counters(&counters), c);
+        // An earlier version's line (no iteration) still reads; three numbers do not.
+        assert_eq!(ShardCursor::from_text("0000000000000001 5\n").unwrap().last_seen(1), None);
+        assert_eq!(ShardCursor::from_text("0000000000000001 5 2 7\n"), None);
+        // At iteration 5 with 3 iterations of grace: workers 1 (read in 2) and 3 (in 1) are
+        // idle, but worker 3's folder still holds an object; worker 2 was read in 5, and the
+        // trainer's own shards are never forgotten.
+        let mut asked = Vec::new();
+        let forgotten = c
+            .forget_idle(5, 3, |w| {
+                asked.push(w);
+                Ok::<bool, ()>(w == 3)
+            })
+            .unwrap();
+        assert_eq!((forgotten, asked), (vec![1], vec![1, 3]));
+        assert!(!c.knows(1) && c.knows(2) && c.knows(3) && c.knows(LOCAL_SELFPLAY_WORKER));
+        assert_eq!(c.forget_idle(9, 0, |_| Ok::<bool, ()>(false)).unwrap(), Vec::<u64>::new());
+        // A worker the cursor does not know starts at 0, or at its lowest shard once the one
+        // after it is there too; a known worker at its cursor.
+        assert_eq!(c.first_expected(1, &[]), 0);
+        assert_eq!(c.first_expected(1, &[0, 1]), 0);
+        assert_eq!(c.first_expected(1, &[5000]), 0);
+        assert_eq!(c.first_expected(1, &[5000, 5002]), 0);
+        assert_eq!(c.first_expected(1, &[5000, 5001]), 5000);
+        assert_eq!(c.first_expected(3, &[5000, 5001]), 10);
+        // A checkpoint of an earlier version: no last-seen iteration, counted from now.
+        let mut old = ShardCursor::from_text("0000000000000007 3\n").unwrap();
+        assert!(old.forget_idle(10, 2, |_| Ok::<bool, ()>(false)).unwrap().is_empty());
+        assert_eq!(old.last_seen(7), Some(10));
+        assert_eq!(old.forget_idle(12, 2, |_| Ok::<bool, ()>(false)).unwrap(), vec![7]);
+    }
+
+    #[test]
+    fn a_forgotten_worker_that_comes_back_far_ahead_is_read_from_its_next_shard() {
+        let dir = std::env::temp_dir().join(format!("xqz-forgotten-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
+        let mut cursor = ShardCursor::default();
+        cursor.consume(8, 4999);
+        cursor.seen_in(8, 1);
+        // Its shards were consumed and deleted; it is forgotten after 3 idle iterations.
+        assert_eq!(cursor.forget_idle(4, 3, |_| Ok::<bool, ()>(false)).unwrap(), [8]);
+        store.put_new(&shard_key(8, 5000), vec![0; 3]).unwrap();
+        let p = pending_shards(&store, &cursor).unwrap();
+        assert!(p.shards.is_empty(), "one shard alone waits: {p:?}");
+        store.put_new(&shard_key(8, 5001), vec![0; 3]).unwrap();
+        let p = pending_shards(&store, &cursor).unwrap();
+        let got: Vec<(u64, u64, u64)> = p.shards.iter().map(|s| (s.worker, s.seq, s.gap)).collect();
+        assert_eq!(got, [(8, 5000, 0), (8, 5001, 0)], "{:?}", p.skipped);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_newest_nets_are_kept_and_staging_leftovers_removed() {
+        let dir = std::env::temp_dir().join(format!("xqz-prune-nets-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
+        for g in [0, 1, 2, 3, 5, 9] {
+            store.put_new(&model_key(g), vec![1]).unwrap();
+        }
+        store.put_new("models/notes.txt", vec![1]).unwrap();
+        // latest = 5 (a resume from an older checkpoint): 9 stays, and with 3 kept 3 and 5.
+        assert_eq!(prune_nets(&store, 5, 3).unwrap(), [0, 1, 2]);
+        let left: Vec<String> = store.list("models").unwrap().into_iter().map(|e| e.key).collect();
+        assert_eq!(left, [model_key(3), model_key(5), model_key(9), "models/notes.txt".into()]);
+        assert_eq!(prune_nets(&store, 9, 1).unwrap(), [3, 5]);
+        assert_eq!(parse_model_key("models/000000000009.net"), Some(9));
+        for bad in
+            ["models/9.net", "models/latest", "models/00000000000x.net", "x/000000000009.net"]
+        {
+            assert_eq!(parse_model_key(bad), None, "{bad}");
+        }
+        // Leftovers: an old staged file and object_store's NAME#N beside the trainer's keys go;
+        // a fresh staged file (a worker mid-put) and other names stay.
+        let staging = dir.join(xiangqi_store::STAGING_DIR);
+        std::fs::create_dir_all(&staging).unwrap();
+        let old = staging.join("1-2-3.part");
+        std::fs::write(&old, b"x").unwrap();
+        let hours_ago = std::time::SystemTime::now() - 2 * STAGING_LEFTOVER_AGE;
+        std::fs::File::options().write(true).open(&old).unwrap().set_modified(hours_ago).unwrap();
+        let fresh = staging.join("4-5-6.part");
+        std::fs::write(&fresh, b"x").unwrap();
+        let stray = [
+            dir.join("models/000000000004.net#1"),
+            dir.join("models/latest#12"),
+            dir.join("run.toml#3"),
+        ];
+        for p in &stray {
+            std::fs::write(p, b"x").unwrap();
+        }
+        std::fs::write(dir.join("models/a#b"), b"x").unwrap();
+        let (mut removed, failed) = clean_staging(&store);
+        removed.sort();
+        let mut expected = vec![old.clone()];
+        expected.extend(stray.iter().cloned());
+        expected.sort();
+        assert_eq!((removed, failed), (expected, vec![]));
+        assert!(fresh.exists() && dir.join("models/a#b").exists() && !old.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

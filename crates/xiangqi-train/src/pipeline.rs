@@ -157,6 +157,16 @@ pub struct LoopConfig {
     /// them (its run directory keeps its own copy either way); `false` deletes them once the
     /// checkpoint that consumed them is written.
     pub store_keep_shards: bool,
+    /// Distributed runs: the nets kept in the store (`models/N.net`), the newest; older ones
+    /// are deleted after each publish. The net `models/latest` names is never deleted, and a
+    /// worker whose download finds its net deleted takes the newest. At least 1.
+    pub store_keep_nets: u64,
+    /// Distributed runs: iterations after which the trainer forgets a worker (its entry in the
+    /// consumed-shard cursor) when none of its shards was consumed in them and its folder in
+    /// the store is empty (all its shards consumed and deleted; so never with
+    /// `store_keep_shards`). A forgotten worker that comes back is read from its next shard on
+    /// ([`crate::distributed::ShardCursor`]). 0 = never forget.
+    pub store_forget_workers_after: u64,
 }
 
 impl Default for LoopConfig {
@@ -189,6 +199,8 @@ impl Default for LoopConfig {
             max_generation_lag: 0,
             store_poll_seconds: 5.0,
             store_keep_shards: false,
+            store_keep_nets: 4,
+            store_forget_workers_after: 100,
         }
     }
 }
@@ -279,6 +291,15 @@ impl LoopConfig {
             && (0.05..=3600.0).contains(&self.store_poll_seconds))
         {
             return bad("loop.store_poll_seconds", "must be between 0.05 and 3600 seconds");
+        }
+        if !(1..=1_000_000).contains(&self.store_keep_nets) {
+            return bad("loop.store_keep_nets", "must be between 1 and 1000000 nets");
+        }
+        if self.store_forget_workers_after > 1_000_000_000 {
+            return bad(
+                "loop.store_forget_workers_after",
+                "must be at most 1000000000 iterations (0 = never forget)",
+            );
         }
         if let Err(e) = self.device.parse::<xiangqi_nn::device::DeviceSpec>() {
             return Err(ConfigError { key: "loop.device", reason: e.to_string() });
@@ -465,6 +486,50 @@ pub struct IngestReport {
     pub waiting_shards: u64,
     /// Distinct workers among the waiting shards.
     pub waiting_workers: u64,
+    /// Every shard the iteration consumed, in the order read: what its record in the run
+    /// directory lists (`shards/store-consumed-N.txt`).
+    pub consumed: Vec<ConsumedShard>,
+}
+
+/// What became of a store shard an iteration consumed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardFate {
+    /// Trained on (counted in `store_shards`).
+    Trained,
+    /// Played by a net too old (`loop.max_generation_lag`): not trained on (`stale_shards`).
+    Stale,
+    /// Unreadable, of other rules or another worker's: not trained on (`bad_shards`).
+    Bad,
+}
+
+impl ShardFate {
+    /// Its name in a record.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShardFate::Trained => "trained",
+            ShardFate::Stale => "stale",
+            ShardFate::Bad => "bad",
+        }
+    }
+
+    fn parse(name: &str) -> Option<ShardFate> {
+        [ShardFate::Trained, ShardFate::Stale, ShardFate::Bad]
+            .into_iter()
+            .find(|f| f.name() == name)
+    }
+}
+
+/// A store shard an iteration consumed, as the iteration's record lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsumedShard {
+    /// Its key in the store.
+    pub key: String,
+    /// Its samples and games (0 for a bad shard).
+    pub samples: u64,
+    /// See `samples`.
+    pub games: u64,
+    /// What became of it.
+    pub fate: ShardFate,
 }
 
 /// The losses of a new shard's samples under the network that is about to train on them (so
@@ -819,29 +884,127 @@ fn read_resign_pending(paths: &RunPaths, iteration: u64) -> Option<ResignCalibra
     Some(counts)
 }
 
-/// The cursor of the store after the shards merged into iteration `iteration`'s shard.
+/// The record of iteration `iteration`'s store shards: the shards it consumed, its ingest
+/// counts and the cursor after it ([`write_consumed`]). Kept for the whole run (a line per
+/// shard), so that every iteration's shards can be counted.
 fn consumed_path(paths: &RunPaths, iteration: u64) -> PathBuf {
     paths.shards.join(format!("store-consumed-{iteration:06}.txt"))
 }
 
-/// Saves the cursor after iteration `iteration`'s shards, atomically.
+/// Saves the record of iteration `iteration`'s store shards, atomically, before its merged
+/// shard: a line `shard ITERATION KEY SAMPLES GAMES FATE` for each shard consumed, a line
+/// `ingest NAME=VALUE ...` of the counts `metrics.csv` shows, then the cursor after them
+/// ([`ShardCursor::to_text`]). A resumed iteration that finds its shard reads them back, so
+/// that its `metrics.csv` row is as complete as the first attempt's would have been.
 fn write_consumed(
     paths: &RunPaths,
     iteration: u64,
+    ingest: &IngestReport,
     cursor: &ShardCursor,
 ) -> Result<(), PipelineError> {
-    write_text_atomically(&consumed_path(paths, iteration), &cursor.to_text())
+    let mut text = format!(
+        "# xqz: the store's shards consumed by iteration {iteration}, one line each (shard, \
+         iteration, key, samples, games, what became of it: trained, stale or bad); the \
+         iteration's ingest counts; the cursor after it (worker, next shard, last iteration \
+         that read one)\n"
+    );
+    for c in &ingest.consumed {
+        text.push_str(&format!(
+            "shard {iteration} {} {} {} {}\n",
+            c.key,
+            c.samples,
+            c.games,
+            c.fate.name()
+        ));
+    }
+    let g = ingest;
+    text.push_str(&format!(
+        "ingest shards={} workers={} bytes={} stale={} bad={} age_mean={} age_max={} \
+         seconds={} waiting_shards={} waiting_workers={}\n",
+        g.shards,
+        g.workers,
+        g.bytes,
+        g.stale_shards,
+        g.bad_shards,
+        g.age_mean,
+        g.age_max,
+        g.seconds,
+        g.waiting_shards,
+        g.waiting_workers
+    ));
+    text.push_str(&cursor.to_text());
+    write_text_atomically(&consumed_path(paths, iteration), &text)
 }
 
-/// The cursor saved beside iteration `iteration`'s shard, if it was gathered from a store.
+/// Parses a record ([`write_consumed`]); the ingest counts are `None` in a record of an
+/// earlier version (the cursor alone). `None` if anything is malformed.
+fn parse_consumed(text: &str) -> Option<(ShardCursor, Option<IngestReport>)> {
+    let mut cursor_text = String::new();
+    let mut ingest: Option<IngestReport> = None;
+    let mut consumed = Vec::new();
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        match fields.next() {
+            None => {}
+            Some(f) if f.starts_with('#') => {}
+            Some("shard") => {
+                let f: Vec<&str> = fields.collect();
+                let [_, key, samples, games, fate] = f[..] else { return None };
+                consumed.push(ConsumedShard {
+                    key: key.to_string(),
+                    samples: samples.parse().ok()?,
+                    games: games.parse().ok()?,
+                    fate: ShardFate::parse(fate)?,
+                });
+            }
+            Some("ingest") => {
+                let mut g = IngestReport::default();
+                for field in fields {
+                    let (name, value) = field.split_once('=')?;
+                    let int = || value.parse::<u64>().ok();
+                    match name {
+                        "shards" => g.shards = int()?,
+                        "workers" => g.workers = int()?,
+                        "bytes" => g.bytes = int()?,
+                        "stale" => g.stale_shards = int()?,
+                        "bad" => g.bad_shards = int()?,
+                        "age_mean" => g.age_mean = value.parse().ok()?,
+                        "age_max" => g.age_max = int()?,
+                        "seconds" => g.seconds = value.parse().ok()?,
+                        "waiting_shards" => g.waiting_shards = int()?,
+                        "waiting_workers" => g.waiting_workers = int()?,
+                        _ => {}
+                    }
+                }
+                ingest = Some(g);
+            }
+            Some(_) => {
+                cursor_text.push_str(line);
+                cursor_text.push('\n');
+            }
+        }
+    }
+    let cursor = ShardCursor::from_text(&cursor_text)?;
+    if let Some(g) = &mut ingest {
+        g.consumed = consumed;
+    }
+    Some((cursor, ingest))
+}
+
+/// The record saved beside iteration `iteration`'s shard, if it was gathered from a store:
+/// the cursor after it and, unless an earlier version wrote it, the iteration's ingest.
 ///
 /// # Errors
-/// A cursor file that cannot be read or parsed: the shards it stands for cannot be told apart
+/// A record that cannot be read or parsed: the shards it stands for cannot be told apart
 /// from unconsumed ones, so the run stops instead of training on them twice.
-fn read_consumed(paths: &RunPaths, iteration: u64) -> Result<Option<ShardCursor>, PipelineError> {
+#[allow(clippy::type_complexity)]
+fn read_consumed(
+    paths: &RunPaths,
+    iteration: u64,
+) -> Result<Option<(ShardCursor, Option<IngestReport>)>, PipelineError> {
     let path = consumed_path(paths, iteration);
     match fs::read_to_string(&path) {
-        Ok(text) => ShardCursor::from_text(&text).map(Some).ok_or_else(|| PipelineError::Shard {
+        Ok(text) => parse_consumed(&text).map(Some).ok_or_else(|| PipelineError::Shard {
             path: path.clone(),
             reason: "the record of the store's shards in this iteration's shard is damaged; \
                      delete it and the iteration's shard to gather them again"
@@ -1306,6 +1469,10 @@ impl TrainingRun {
         observer: &mut dyn Observer,
     ) -> Result<StopReason, PipelineError> {
         let mut done = 0;
+        // What attaching the store found (leftovers of killed writers removed).
+        for w in self.take_warnings() {
+            observer.warning(&w);
+        }
         // An arena cut short by a stop or a kill after its iteration's checkpoint: play it now.
         let every = self.config.run.arena_every;
         if every > 0
@@ -1373,8 +1540,12 @@ impl TrainingRun {
                 let counts = (tuning && self.steps_in_iteration == 0)
                     .then(|| read_resign_pending(&self.paths, iteration))
                     .flatten();
-                // A shard gathered from a store has its cursor beside it, written first.
-                consumed = read_consumed(&self.paths, iteration)?;
+                // A shard gathered from a store has its record beside it, written first: the
+                // cursor after it and what the iteration took from the store.
+                if let Some((cursor, report)) = read_consumed(&self.paths, iteration)? {
+                    consumed = Some(cursor);
+                    ingest = report;
+                }
                 (shard, report, counts)
             }
             Err(_) if self.store.is_some() => match self.gather(iteration, observer)? {
@@ -1514,9 +1685,29 @@ impl TrainingRun {
         // published generation 0 already); a new run on a store with nets of another run is
         // refused by the id too, as that run owns the store.
         distributed::claim(&store, run_id, false)?;
+        // What killed writers left (a trainer killed mid-publish, workers mid-upload).
+        let (removed, failed) = distributed::clean_staging(&store);
+        if !removed.is_empty() {
+            let n = removed.len();
+            self.pending_warnings.push(format!(
+                "store '{}': removed {n} file{} that killed writers left: {}",
+                store.location(),
+                if n == 1 { "" } else { "s" },
+                removed.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for (path, reason) in failed {
+            self.pending_warnings.push(format!(
+                "store '{}': cannot remove {}, which a killed writer left: {reason}",
+                store.location(),
+                path.display()
+            ));
+        }
         self.store = Some(store);
         if published.is_none_or(|g| g < self.iteration) {
             self.publish()?;
+        } else {
+            self.prune_nets();
         }
         Ok(())
     }
@@ -1530,21 +1721,41 @@ impl TrainingRun {
     fn publish(&mut self) -> Result<(), PipelineError> {
         let Some(store) = &self.store else { return Ok(()) };
         distributed::publish_net(store, self.iteration, self.trainer.net())?;
+        self.prune_nets();
         Ok(())
     }
 
     /// After the checkpoint of `iteration`: deletes the consumed shards from the store (unless
-    /// `loop.store_keep_shards`) and the cursor files of earlier iterations.
-    fn tidy_store(&self, iteration: u64) -> Result<(), PipelineError> {
+    /// `loop.store_keep_shards`). The records of the iterations' shards
+    /// (`store-consumed-N.txt`) are kept.
+    fn tidy_store(&mut self, _iteration: u64) -> Result<(), PipelineError> {
         if let Some(store) = &self.store
             && !self.config.run.store_keep_shards
         {
             distributed::delete_consumed(store, &self.cursor).map_err(DistributedError::from)?;
         }
-        for n in iteration.saturating_sub(8)..iteration {
-            let _ = fs::remove_file(consumed_path(&self.paths, n));
-        }
         Ok(())
+    }
+
+    /// Deletes the nets older than the newest `loop.store_keep_nets` from the store
+    /// ([`distributed::prune_nets`]); a failure is a warning (the nets are only in the way).
+    fn prune_nets(&mut self) {
+        let Some(store) = &self.store else { return };
+        let latest = match distributed::latest_generation(store) {
+            Ok(Some(g)) => g,
+            Ok(None) => return,
+            Err(e) => {
+                self.pending_warnings.push(format!("cannot prune the store's nets: {e}"));
+                return;
+            }
+        };
+        if let Err(e) = distributed::prune_nets(store, latest, self.config.run.store_keep_nets) {
+            self.pending_warnings.push(format!(
+                "cannot prune the store's nets (loop.store_keep_nets = {}): {e}; tried again \
+                 after the next net",
+                self.config.run.store_keep_nets
+            ));
+        }
     }
 
     /// Gathers the iteration's games from the store: plays the trainer's own share first (if
@@ -1586,6 +1797,32 @@ impl TrainingRun {
         let store = self.store.as_ref().expect("gather runs with a store");
         let r = &self.config.run;
         let mut cursor = self.cursor.clone();
+        // Workers idle for loop.store_forget_workers_after iterations whose folders are empty
+        // are forgotten before the listing, so that the cursor this iteration saves (in its
+        // record and checkpoint) no longer holds them ([`ShardCursor::forget_idle`]).
+        if !r.store_keep_shards {
+            let forgotten = cursor
+                .forget_idle(iteration, r.store_forget_workers_after, |w| {
+                    let (entries, unnamed) =
+                        store.list_after_lossy(&distributed::worker_dir_key(w), None)?;
+                    Ok::<bool, xiangqi_store::StoreError>(
+                        !entries.is_empty() || !unnamed.is_empty(),
+                    )
+                })
+                .map_err(DistributedError::from)?;
+            if !forgotten.is_empty() {
+                let n = forgotten.len();
+                observer.warning(&format!(
+                    "store '{}': forgot {n} idle worker{} (none of its shards in the last {} \
+                     iterations, nothing left in its folder; loop.store_forget_workers_after): \
+                     {}",
+                    store.location(),
+                    if n == 1 { "" } else { "s" },
+                    r.store_forget_workers_after,
+                    forgotten.iter().map(|w| format!("{w:016x}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
         if threads > 0 {
             // The trainer's own shards are numbered by iteration: this one is next.
             cursor.skip_to(LOCAL_SELFPLAY_WORKER, iteration);
@@ -1643,10 +1880,20 @@ impl TrainingRun {
                         ));
                     }
                     cursor.consume(p.worker, p.seq);
+                    cursor.seen_in(p.worker, iteration);
+                    let bad = |ingest: &mut IngestReport| {
+                        ingest.bad_shards += 1;
+                        ingest.consumed.push(ConsumedShard {
+                            key: p.key.clone(),
+                            samples: 0,
+                            games: 0,
+                            fate: ShardFate::Bad,
+                        });
+                    };
                     let shard = match read_shard_from(io::Cursor::new(&bytes)) {
                         Ok(s) if s.game == merged.game && s.rules == merged.rules => s,
                         Ok(s) => {
-                            ingest.bad_shards += 1;
+                            bad(&mut ingest);
                             warnings.push(format!(
                                 "{}: {} games under rule set {}, this run plays {} under rule \
                                  set {}; passed over",
@@ -1655,13 +1902,13 @@ impl TrainingRun {
                             continue;
                         }
                         Err(e) => {
-                            ingest.bad_shards += 1;
+                            bad(&mut ingest);
                             warnings.push(format!("{}: unreadable ({e}); passed over", p.key));
                             continue;
                         }
                     };
                     if let Some(i) = shard.worker.iter().position(|&w| w != p.worker) {
-                        ingest.bad_shards += 1;
+                        bad(&mut ingest);
                         warnings.push(format!(
                             "{}: sample {i} was played by worker {:016x}, not by the worker \
                              whose shard this is (a copied shard?); passed over",
@@ -1677,11 +1924,22 @@ impl TrainingRun {
                         .min()
                         .map(u64::from);
                     let age = generation.map_or(0, |g| current.saturating_sub(g));
-                    if r.max_generation_lag > 0 && age > r.max_generation_lag {
+                    let games = shard.games();
+                    let fate = if r.max_generation_lag > 0 && age > r.max_generation_lag {
+                        ShardFate::Stale
+                    } else {
+                        ShardFate::Trained
+                    };
+                    ingest.consumed.push(ConsumedShard {
+                        key: p.key.clone(),
+                        samples: shard.len() as u64,
+                        games: games.len() as u64,
+                        fate,
+                    });
+                    if fate == ShardFate::Stale {
                         ingest.stale_shards += 1;
                         continue;
                     }
-                    let games = shard.games();
                     ages.extend(std::iter::repeat_n(age, games.len()));
                     workers.insert(p.worker);
                     ingest.shards += 1;
@@ -1734,8 +1992,8 @@ impl TrainingRun {
         ingest.age_mean =
             if ages.is_empty() { 0.0 } else { ages.iter().sum::<u64>() as f64 / ages.len() as f64 };
         ingest.seconds = started.elapsed().as_secs_f64();
-        // The cursor first, then the shard: a resume that finds the shard finds its cursor.
-        write_consumed(&self.paths, iteration, &cursor)?;
+        // The record first, then the shard: a resume that finds the shard finds its record.
+        write_consumed(&self.paths, iteration, &ingest, &cursor)?;
         let path = shard_path(&self.paths, iteration);
         write_shard(&path, &merged)
             .map_err(|e| PipelineError::Shard { path: path.clone(), reason: shard_reason(&e) })?;
@@ -2435,5 +2693,61 @@ mod tests {
         assert_eq!(value_target(1, 0.0, None, false, true, &targets).1, 1.0);
         let targets = ValueTargets { cheap_weight: 0.5, ..t(0.0, 0.0) };
         assert_eq!(value_target(1, 0.0, None, false, false, &targets).1, 0.5);
+    }
+
+    #[test]
+    fn an_iterations_store_record_reads_back_whole_and_an_old_one_as_a_cursor() {
+        use super::{ConsumedShard, IngestReport, RunPaths, ShardFate, parse_consumed};
+        let dir = std::env::temp_dir().join(format!("xqz-record-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let paths = RunPaths::under(&dir);
+        std::fs::create_dir_all(&paths.shards).unwrap();
+        let mut cursor = crate::distributed::ShardCursor::default();
+        cursor.consume(0xab, 6);
+        cursor.seen_in(0xab, 3);
+        let shard = |seq: u64, samples, games, fate| ConsumedShard {
+            key: crate::distributed::shard_key(0xab, seq),
+            samples,
+            games,
+            fate,
+        };
+        let ingest = IngestReport {
+            shards: 1,
+            workers: 1,
+            bytes: 12345,
+            stale_shards: 1,
+            bad_shards: 1,
+            age_mean: 1.0 / 3.0,
+            age_max: 2,
+            seconds: 0.1 + 0.2,
+            waiting_shards: 4,
+            waiting_workers: 2,
+            consumed: vec![
+                shard(4, 311, 4, ShardFate::Trained),
+                shard(5, 0, 0, ShardFate::Bad),
+                shard(6, 97, 1, ShardFate::Stale),
+            ],
+        };
+        super::write_consumed(&paths, 3, &ingest, &cursor).unwrap();
+        let text = std::fs::read_to_string(super::consumed_path(&paths, 3)).unwrap();
+        // One line per shard: what a user's awk counts.
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("shard ")).collect();
+        assert_eq!(
+            lines,
+            [
+                "shard 3 shards/00000000000000ab/000000000004.npz 311 4 trained",
+                "shard 3 shards/00000000000000ab/000000000005.npz 0 0 bad",
+                "shard 3 shards/00000000000000ab/000000000006.npz 97 1 stale",
+            ]
+        );
+        assert_eq!(super::read_consumed(&paths, 3).unwrap(), Some((cursor, Some(ingest))));
+        // An earlier version's record: the cursor alone.
+        let (old, none) = parse_consumed("00000000000000ab 7\n").unwrap();
+        assert_eq!((old.next(0xab), none), (7, None));
+        for bad in ["shard 3 k 1 1 eaten\n", "ingest shards=x\n", "zz 1\n", "shard 3 k 1\n"] {
+            assert_eq!(parse_consumed(bad), None, "{bad}");
+        }
+        assert_eq!(super::read_consumed(&paths, 4).unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
