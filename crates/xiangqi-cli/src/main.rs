@@ -56,6 +56,7 @@ mod bench;
 mod config;
 mod engine;
 mod export;
+mod import;
 mod net;
 mod outcome;
 mod perft;
@@ -96,6 +97,9 @@ enum Command {
     Tactics(tactics::Args),
     /// Measure the network's speed on a device: inference positions/s and training samples/s.
     Bench(bench::Args),
+    /// Read game records (PGN with ICCS, UCI, WXF, Chinese or SAN moves; XQF) into replay
+    /// shards: the move played is the policy target, the recorded result the value target.
+    Import(import::Args),
 }
 
 /// Exit status for bad input (an illegal move, a malformed FEN, ...).
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(&args),
         Command::Tactics(args) => tactics::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Import(args) => import::run(&args),
     };
     match result {
         Ok(code) => code,
