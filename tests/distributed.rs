@@ -749,6 +749,8 @@ fn a_long_store_run_keeps_the_newest_nets_forgets_idle_workers_and_leaves_no_fil
     let mut t = trainer(&config, &run, &url, 4, false);
     let log = wait(&mut t, Duration::from_secs(300), "the trainer");
     assert!(log.contains("removed 3 files that killed writers left"), "{log}");
+    // The run's name is its directory's, at the start as on a resume (with another config).
+    assert!(log.contains("run 'run' in"), "{log}");
     assert!(!old.exists() && leftovers.iter().all(|p| !p.exists()) && fresh.exists(), "{log}");
     // Nets: the newest 2 (3 and 4) and latest.
     let models: Vec<String> = store.list("models").unwrap().into_iter().map(|e| e.key).collect();
@@ -774,6 +776,7 @@ fn a_long_store_run_keeps_the_newest_nets_forgets_idle_workers_and_leaves_no_fil
     let mut t = trainer(&wide, &run, &url, 1, true);
     let log = wait(&mut t, Duration::from_secs(300), "the resumed trainer");
     assert_eq!(consumed_cursor(&run).next(a), 2002, "{log}");
+    assert!(log.contains("run 'run' in") && log.contains("(2 shards of 1 worker,"), "{log}");
     let fifth: Vec<String> =
         consumed_records(&run).into_iter().filter(|r| r.0 == 5).map(|r| r.1).collect();
     assert_eq!(fifth, [shard_key(a, 2000), shard_key(a, 2001)], "{log}");

@@ -116,6 +116,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let device = crate::net::device(&config.run.device)?;
 
     let run_dir = args.run_dir.clone().unwrap_or_else(|| Path::new("runs").join(&name));
+    // The run's name is its directory's (`runs/<config name>` unless --run-dir names another),
+    // at the start and on every resume alike.
+    let name = run_dir
+        .file_name()
+        .and_then(|s| s.to_str())
+        .filter(|s| !s.is_empty())
+        .map_or(name, str::to_string);
     // Nothing is created before the directory is known to be the right kind: a run to resume,
     // or a new or empty directory for a new run (a user's own files are never overwritten).
     check_run_dir(&run_dir, args.resume)?;
@@ -882,8 +889,14 @@ impl Observer for CliObserver {
         } else {
             match &r.ingest {
                 Some(g) => format!(
-                    "{} games from the store ({} shards of {} workers, data age {:.1} generations)",
-                    r.selfplay.games, g.shards, g.workers, g.age_mean
+                    "{} games from the store ({} shard{} of {} worker{}, data age {:.1} \
+                     generations)",
+                    r.selfplay.games,
+                    g.shards,
+                    if g.shards == 1 { "" } else { "s" },
+                    g.workers,
+                    if g.workers == 1 { "" } else { "s" },
+                    g.age_mean
                 ),
                 None => format!("{} games (played before the stop)", r.selfplay.games),
             }
