@@ -1,7 +1,10 @@
 //! Opening the store of a distributed run (`--store URL` of `xqz train` and `xqz selfplay`).
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 use anyhow::Context;
-use xiangqi_store::Store;
+use xiangqi_store::{Patience, Store};
 
 /// The S3 settings of the environment: every `AWS_*` variable, lower-cased to object_store's
 /// option names (`AWS_ENDPOINT` → `aws_endpoint`, `AWS_ACCESS_KEY_ID`, `AWS_REGION`,
@@ -13,11 +16,15 @@ fn s3_options() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Opens the store at `location`: a directory path, `file:///path` or `s3://bucket/prefix`.
+/// Opens the store at `location`: a directory path, `file:///path` or `s3://bucket/prefix`,
+/// and checks that it answers ([`Store::check`]). Transient failures (a server that does not
+/// answer, a full or read-only disk) are waited out from then on, 1 s to 60 s between tries,
+/// each failed try reported on standard error, until `stop` is set; permanent ones (a bucket
+/// that does not exist, refused credentials) are errors at once.
 ///
 /// # Errors
-/// A location this build cannot open, with the reason.
-pub fn open(location: &str) -> anyhow::Result<Store> {
+/// A location this build cannot open, or a store that fails for good, with the reason.
+pub fn open(location: &str, stop: &Arc<AtomicBool>) -> anyhow::Result<Store> {
     if location.starts_with("s3://") {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         if var("AWS_ENDPOINT").is_some_and(|e| e.starts_with("http://"))
@@ -37,5 +44,12 @@ pub fn open(location: &str) -> anyhow::Result<Store> {
             );
         }
     }
-    Store::open(location, &s3_options()).with_context(|| format!("--store {location}"))
+    let mut store =
+        Store::open(location, &s3_options()).with_context(|| format!("--store {location}"))?;
+    store.set_patience(Some(Patience::new(
+        Arc::clone(stop),
+        Arc::new(|line: &str| errln!("warning: {line}")),
+    )));
+    store.check().with_context(|| format!("--store {location}"))?;
+    Ok(store)
 }

@@ -135,7 +135,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
              a fixed selfplay.resign_threshold"
         );
     }
-    let store = args.store.as_deref().map(crate::store::open).transpose()?;
+    // Set by Ctrl-C (the handler is installed below); a store waiting out a failure stops.
+    let stop = Arc::new(AtomicBool::new(false));
+    let store = args.store.as_deref().map(|s| crate::store::open(s, &stop)).transpose()?;
     if let Some(store) = &store
         && !args.resume
         && let Some(g) = xiangqi_train::distributed::latest_generation(store)?
@@ -225,7 +227,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
         let _ = ctrlc::set_handler(move || {

@@ -242,9 +242,23 @@ fn play_shard<G: GameEnv>(
     }
 }
 
+/// Whether `e` is a failure of the store (not of the net or the config it holds): one that
+/// reaches the worker is permanent or a stop, as the store waits out the others.
+fn store_failure(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<xiangqi_store::StoreError>().is_some()
+            || matches!(
+                c.downcast_ref::<distributed::DistributedError>(),
+                Some(distributed::DistributedError::Store(_))
+            )
+    })
+}
+
 /// Runs the worker until stopped.
 pub fn run(args: &WorkerArgs<'_>) -> anyhow::Result<ExitCode> {
-    let store = crate::store::open(args.store)?;
+    // Set by Ctrl-C (the handler is installed below); a store waiting out a failure stops.
+    let stop = Arc::new(AtomicBool::new(false));
+    let store = crate::store::open(args.store, &stop)?;
     let device = crate::net::device(args.device)?;
     let id = new_worker_id();
     let temp = std::env::temp_dir();
@@ -252,7 +266,6 @@ pub fn run(args: &WorkerArgs<'_>) -> anyhow::Result<ExitCode> {
     for dir in remove_stale_caches(&temp, &cache.dir) {
         errln!("xqz selfplay: removed {}, the folder of a worker that is gone", dir.display());
     }
-    let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
         let dir = cache.dir.clone();
@@ -297,6 +310,12 @@ fn work(
                     errln!("worker {id:016x}: playing with generation {generation}");
                     loaded = Some(l);
                 }
+                // The store waits out transient failures: one that comes here is for good (a
+                // bucket that does not exist, refused credentials), or a stop.
+                Err(_) if stop.load(Ordering::SeqCst) => break,
+                Err(e) if store_failure(&e) => {
+                    return Err(e.context(format!("worker {id:016x}: the store fails")));
+                }
                 // Deleted by the trainer (it keeps loop.store_keep_nets nets) after this worker
                 // read `latest`: the newest is there, take it at once.
                 Err(_)
@@ -330,6 +349,11 @@ fn work(
                 }
             },
             Ok(None) => {}
+            Err(_) if stop.load(Ordering::SeqCst) => break,
+            Err(e @ distributed::DistributedError::Store(_)) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("worker {id:016x}: reading the newest generation")));
+            }
             Err(e) => {
                 errln!("worker {id:016x}: cannot read the newest generation ({e:#}); retrying");
                 if !sleep_unless_stopped(Duration::from_secs(5), stop) {
@@ -374,14 +398,32 @@ fn work(
         // Never overwrite. A name that exists holds these very bytes when an upload whose
         // answer was lost was retried (the client retries failed requests): done. Anything else
         // there (only if this id was used before) moves the shard to the next number.
-        loop {
+        // The store waits out transient failures (a server down, a full disk) with the shard
+        // in hand, so no game is lost to them; a stop or a permanent failure drops it.
+        let upload = |seq: u64| -> Result<bool, xiangqi_store::StoreError> {
             let key = distributed::shard_key(id, seq);
-            if store.put_new(&key, bytes.clone())? == Created::New
-                || store.get(&key)?.is_some_and(|b| b == bytes)
-            {
-                break;
+            Ok(store.put_new(&key, bytes.clone())? == Created::New
+                || store.get(&key)?.is_some_and(|b| b == bytes))
+        };
+        loop {
+            match upload(seq) {
+                Ok(true) => break,
+                Ok(false) => seq += 1,
+                Err(e @ xiangqi_store::StoreError::Stopped { .. }) => {
+                    errln!(
+                        "worker {id:016x}: {e}: shard {seq} ({games} games) was not uploaded \
+                         and is dropped"
+                    );
+                    errln!("worker {id:016x}: stopped after {uploaded} games in {seq} shard(s)");
+                    return Ok(ExitCode::SUCCESS);
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e).context(format!(
+                        "worker {id:016x}: shard {seq} ({games} games) cannot be uploaded and \
+                         is dropped"
+                    )));
+                }
             }
-            seq += 1;
         }
         seq += 1;
         next_game += games;

@@ -359,25 +359,48 @@ pub struct Pending {
 pub fn pending_shards(store: &Store, cursor: &ShardCursor) -> Result<Pending, StoreError> {
     let mut by_worker: Vec<std::vec::IntoIter<PendingShard>> = Vec::new();
     let mut skipped = Vec::new();
-    let (dirs, unnamed) = store.list_dirs_lossy(SHARDS_DIR)?;
-    skipped.extend(unnamed);
-    for dir in dirs {
-        let Ok(worker) = u64::from_str_radix(&dir, 16) else { continue };
-        if dir.len() != 16 {
-            continue;
+    // One listing of everything under `shards/` (on S3 one request per 1,000 keys, not one per
+    // worker folder), passing over what cannot be listed or named (a link loop, a name that is
+    // not UTF-8, a key with `..`), each named.
+    let (entries, problems) = store.scan(SHARDS_DIR, None)?;
+    // A shard the listing could not read stops its worker's sequence before it: no gap is
+    // passed over it (it may be a real shard of the worker's).
+    let mut blocked: BTreeMap<u64, u64> = BTreeMap::new();
+    for p in problems {
+        if let Some((w, seq)) = parse_shard_key(&p.key)
+            && seq >= cursor.next(w)
+        {
+            let b = blocked.entry(w).or_insert(seq);
+            *b = (*b).min(seq);
         }
-        let next = cursor.next(worker);
-        let after = next.checked_sub(1).map(|last| shard_key(worker, last));
-        let (entries, unnamed) =
-            store.list_after_lossy(&worker_dir_key(worker), after.as_deref())?;
-        skipped.extend(unnamed);
-        let listed: Vec<(u64, Entry)> = entries
-            .into_iter()
-            .filter_map(|e| match parse_shard_key(&e.key) {
-                Some((w, seq)) if w == worker && seq >= next => Some((seq, e)),
-                _ => None,
-            })
-            .collect();
+        skipped.push((p.key, format!("{}; passed over", p.reason)));
+    }
+    let mut folders: BTreeMap<u64, Vec<(u64, Entry)>> = BTreeMap::new();
+    for e in entries {
+        // Keys that do not follow the layout (an upper-case or short worker id too) are not
+        // shards.
+        if let Some((worker, seq)) = parse_shard_key(&e.key)
+            && e.key == shard_key(worker, seq)
+            && seq >= cursor.next(worker)
+        {
+            folders.entry(worker).or_default().push((seq, e));
+        }
+    }
+    for (worker, mut listed) in folders {
+        listed.sort_by_key(|(seq, _)| *seq);
+        if let Some(&b) = blocked.get(&worker) {
+            if let Some(at) = listed.iter().position(|(seq, _)| *seq > b) {
+                skipped.push((
+                    listed[at].1.key.clone(),
+                    format!(
+                        "worker {worker:016x}'s shards after {} wait: that shard could not be \
+                         listed",
+                        shard_key(worker, b)
+                    ),
+                ));
+                listed.truncate(at);
+            }
+        }
         let mut shards = Vec::new();
         // A worker the cursor does not know (new, or forgotten) may start above 0.
         let seqs: Vec<u64> = listed.iter().take(2).map(|(seq, _)| *seq).collect();
@@ -431,25 +454,18 @@ pub fn pending_shards(store: &Store, cursor: &ShardCursor) -> Result<Pending, St
 /// # Errors
 /// [`StoreError`] of the listings and deletions.
 pub fn delete_consumed(store: &Store, cursor: &ShardCursor) -> Result<u64, StoreError> {
-    let mut deleted = 0;
-    // The names the store cannot turn into keys are passed over here as in `pending_shards`.
-    for dir in store.list_dirs_lossy(SHARDS_DIR)?.0 {
-        let Ok(worker) = u64::from_str_radix(&dir, 16) else { continue };
-        let next = cursor.next(worker);
-        if dir.len() != 16 || next == 0 {
-            continue;
-        }
-        for e in store.list_after_lossy(&worker_dir_key(worker), None)?.0 {
-            if let Some((w, seq)) = parse_shard_key(&e.key)
-                && w == worker
-                && seq < next
-            {
-                store.delete(&e.key)?;
-                deleted += 1;
-            }
-        }
-    }
-    Ok(deleted)
+    // One listing (what cannot be listed or named is passed over, as in `pending_shards`),
+    // then deletions in batches (S3's multi-object delete: 1,000 keys a request).
+    let keys: Vec<String> = store
+        .scan(SHARDS_DIR, None)?
+        .0
+        .into_iter()
+        .filter_map(|e| {
+            let (w, seq) = parse_shard_key(&e.key)?;
+            (e.key == shard_key(w, seq) && seq < cursor.next(w)).then_some(e.key)
+        })
+        .collect();
+    store.delete_many(&keys)
 }
 
 /// Claims the store for the run `run_id`: writes [`TRAINER_KEY`] if the store has no owner.

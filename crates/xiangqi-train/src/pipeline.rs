@@ -1498,6 +1498,15 @@ impl TrainingRun {
             for w in self.take_warnings() {
                 observer.warning(&w);
             }
+            // A stop asked for while the store was waiting out a failure (nothing of the
+            // iteration is lost: its checkpoint, or the one before it, holds the run).
+            if let Err(PipelineError::Store(DistributedError::Store(
+                xiangqi_store::StoreError::Stopped { .. },
+            ))) = &iterated
+                && observer.should_stop()
+            {
+                return Ok(StopReason::Interrupted);
+            }
             match iterated? {
                 Some(_) => {
                     done += 1;
@@ -1830,6 +1839,8 @@ impl TrainingRun {
         let mut merged = Shard::empty(self.config.selfplay.game, self.rules_code()?);
         let mut ingest = IngestReport::default();
         let mut workers = std::collections::BTreeSet::new();
+        // Workers with a shard that could not be read in this gather.
+        let mut unreadable = std::collections::BTreeSet::new();
         let mut ages: Vec<u64> = Vec::new();
         let mut warnings = Vec::new();
         let poll = Duration::from_secs_f64(r.store_poll_seconds);
@@ -1848,8 +1859,10 @@ impl TrainingRun {
             let pending = listed.shards;
             for (c, chunk) in pending.chunks(distributed::FETCH_CONCURRENCY).enumerate() {
                 let keys: Vec<String> = chunk.iter().map(|p| p.key.clone()).collect();
+                // Each key's own answer: one object that cannot be read is named and its
+                // worker's shards wait (transient failures are waited out in the store).
                 let fetched = store
-                    .get_many(&keys, distributed::FETCH_CONCURRENCY)
+                    .get_each(&keys, distributed::FETCH_CONCURRENCY)
                     .map_err(DistributedError::from)?;
                 for (i, (p, bytes)) in chunk.iter().zip(fetched).enumerate() {
                     if merged.len() >= r.window_samples {
@@ -1862,8 +1875,26 @@ impl TrainingRun {
                             .len() as u64;
                         break 'gather;
                     }
-                    let Some(bytes) = bytes else {
+                    if unreadable.contains(&p.worker) {
                         continue;
+                    }
+                    let bytes = match bytes {
+                        Ok(Some(bytes)) => bytes,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            // Not consumed: the cursor never passes it, and the worker's later
+                            // shards wait behind it.
+                            unreadable.insert(p.worker);
+                            let told = format!(
+                                "{e}; worker {:016x}'s shards from this one on wait (not read, \
+                                 not consumed)",
+                                p.worker
+                            );
+                            if self.told_skipped.insert(told.clone()) {
+                                observer.warning(&told);
+                            }
+                            continue;
+                        }
                     };
                     ingest.bytes += bytes.len() as u64;
                     if p.gap > 0 {
