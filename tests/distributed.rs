@@ -97,6 +97,59 @@ fn wait(child: &mut Child, limit: Duration, what: &str) -> String {
     }
 }
 
+/// A child's standard error, read line by line on a thread as the child writes it.
+struct StderrLines {
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl StderrLines {
+    /// Takes over `child`'s piped standard error.
+    fn of(child: &mut Child) -> StderrLines {
+        use std::io::BufRead;
+        let err = child.stderr.take().expect("standard error piped");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        StderrLines { lines, seen: String::new() }
+    }
+
+    /// Reads until a line contains `needle`; fails, saying it timed out, after `limit`.
+    fn wait_for(&mut self, needle: &str, limit: Duration) {
+        use std::sync::mpsc::RecvTimeoutError;
+        let deadline = Instant::now() + limit;
+        while !self.seen.lines().any(|l| l.contains(needle)) {
+            match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => {
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                }
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "timed out after {limit:?} waiting for a line with {needle:?}; read so far:\n{}",
+                    self.seen
+                ),
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("standard error closed before a line with {needle:?}:\n{}", self.seen)
+                }
+            }
+        }
+    }
+
+    /// Everything read, up to the end of the stream (call once the child has exited).
+    fn rest(mut self) -> String {
+        for line in self.lines.iter() {
+            self.seen.push_str(&line);
+            self.seen.push('\n');
+        }
+        self.seen
+    }
+}
+
 fn kill9(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -159,9 +212,20 @@ fn exercise(store_url: &str, store: &Store, name: &str) {
     let first = wait(&mut t, Duration::from_secs(5), "the trainer");
     assert!(first.contains("store ") && first.contains("xqz selfplay --store"), "{first}");
 
-    // Kill the trainer with kill -9 in its next iterations, then resume it to the end.
+    // Kill the trainer with kill -9 in its next iteration, once it has consumed the workers'
+    // shards for it (its merged shard is in the run directory, the cursor beside it) and
+    // before or while it trains on them; then resume it to the end.
     let mut t = trainer(&config, &run, store_url, 2, true);
-    sleep(Duration::from_millis(2500));
+    let gathered = run.join("shards/shard-000004.npz");
+    let start = Instant::now();
+    while !gathered.exists() {
+        assert!(t.try_wait().unwrap().is_none(), "the resumed trainer ended before iteration 4");
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "timed out after 240 s waiting for the resumed trainer to gather iteration 4"
+        );
+        sleep(Duration::from_millis(20));
+    }
     kill9(&mut t);
     let mut t = trainer(&config, &run, store_url, 2, true);
     let resumed = wait(&mut t, Duration::from_secs(240), "the resumed trainer");
@@ -278,16 +342,14 @@ fn a_store_has_one_trainer_and_a_waiting_trainer_resumes() {
     // A trainer with no workers publishes generation 0 and waits; Ctrl-C stops it cleanly.
     let run_a = dir.join("a");
     let mut a = trainer(&config, &run_a, store, 1, false);
-    let start = Instant::now();
-    while !Path::new(store).join("models/latest").exists() {
-        assert!(start.elapsed() < Duration::from_secs(60), "generation 0 was not published");
-        sleep(Duration::from_millis(100));
-    }
-    sleep(Duration::from_millis(500));
+    let mut log = StderrLines::of(&mut a);
+    log.wait_for("waiting for self-play workers", Duration::from_secs(120));
+    assert!(Path::new(store).join("models/latest").exists(), "generation 0 was not published");
     let pid = a.id().to_string();
     assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
-    let waited = wait(&mut a, Duration::from_secs(30), "the interrupted trainer");
-    assert!(waited.contains("waiting for self-play workers"), "{waited}");
+    wait(&mut a, Duration::from_secs(30), "the interrupted trainer");
+    let waited = log.rest();
+    assert!(waited.contains("stopped: 0 iterations"), "{waited}");
     // A new run on that store is refused before it writes anything.
     let run_b = dir.join("b");
     let out = xqz()
