@@ -387,7 +387,7 @@ mod tests {
         check(&p, "炮2平5", "h2e2", "炮二平五");
         check(&p, "炮２平５", "h2e2", "炮二平五");
 
-        let mut b = p.clone();
+        let mut b = p;
         b.play(p.parse_uci("h2e2").unwrap()).unwrap();
         check(&b, "马8进7", "h9g7", "马8进7");
         check(&b, "马８进７", "h9g7", "马8进7");

@@ -310,6 +310,10 @@ pub fn read_xqf(bytes: &[u8]) -> Result<SourceGame, XqfError> {
     })
 }
 
+/// A move as XQF points `((x, y), (x, y))`, origin then target (test support).
+#[cfg(test)]
+type PointMove = ((u8, u8), (u8, u8));
+
 /// Writes an XQF file (test support: the inverse of [`read_xqf`], built from the same
 /// specification) with the header key bytes `key_bytes` (`[mask, KeyOrA..D, KeysSum, KeyXY,
 /// KeyXYf, KeyXYt]`; ignored for versions up to 10), pieces at `points` (the header's order,
@@ -319,7 +323,7 @@ pub(crate) fn write_xqf_for_test(
     version: u8,
     key_bytes: [u8; 9],
     points: &[Option<(u8, u8)>; 32],
-    moves: &[((u8, u8), (u8, u8))],
+    moves: &[PointMove],
     result: u8,
     red_gbk: &[u8],
 ) -> Vec<u8> {
@@ -406,7 +410,7 @@ mod tests {
     }
 
     /// h2e2 (cannon to the centre), h9g7, h0g2 as XQF points (x, y).
-    const LINE: [((u8, u8), (u8, u8)); 3] = [((7, 2), (4, 2)), ((7, 9), (6, 7)), ((7, 0), (6, 2))];
+    const LINE: [PointMove; 3] = [((7, 2), (4, 2)), ((7, 9), (6, 7)), ((7, 0), (6, 2))];
 
     fn uci(g: &SourceGame) -> Vec<String> {
         g.moves
