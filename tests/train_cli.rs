@@ -184,14 +184,13 @@ fn a_tiny_run_writes_shards_checkpoints_events_and_resumes() {
         let stdin = engine.stdin.as_mut().unwrap();
         writeln!(stdin, "uci\nisready\nposition startpos moves h2e2\ngo nodes 48").unwrap();
     }
-    // Give the search time to finish before quitting (end of input stops a search).
-    sleep(Duration::from_millis(1500));
+    // Read to the search's bestmove before quitting (end of input stops a search).
+    let text = read_until_line(&mut engine, "bestmove ", Duration::from_secs(60));
     {
         use std::io::Write as _;
         writeln!(engine.stdin.as_mut().unwrap(), "quit").unwrap();
     }
-    let out = engine.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(engine.wait().unwrap().success());
     let best = text.lines().find_map(|l| l.strip_prefix("bestmove ")).expect("a bestmove");
     let mv = best.split_whitespace().next().unwrap();
     let pos = xiangqi::Position::start();
@@ -314,6 +313,40 @@ fn a_run_killed_at_any_moment_resumes_cleanly() {
     }
     assert!(scored > 0, "no iteration was scored before training: {metrics}");
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// Reads `child`'s piped standard output (on a thread) until a line starts with `prefix`, and
+/// returns every line read; fails, saying it timed out, after `limit`.
+fn read_until_line(child: &mut std::process::Child, prefix: &str, limit: Duration) -> String {
+    use std::io::BufRead as _;
+    let out = child.stdout.take().expect("standard output piped");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + limit;
+    let mut text = String::new();
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                text.push_str(&line);
+                text.push('\n');
+                if line.starts_with(prefix) {
+                    return text;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("timed out after {limit:?} waiting for a line {prefix:?}; read:\n{text}")
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("the output ended before a line {prefix:?}:\n{text}")
+            }
+        }
+    }
 }
 
 /// How many optimizer steps of this run directory have reached TensorBoard: each step adds one
