@@ -9,7 +9,8 @@
 //!   models/<generation:012>.net     a weights-only checkpoint (its manifest.toml and
 //!                                   model.bpk in one object, [`pack_net`]), written once,
 //!                                   create-only; generation = the trainer's completed
-//!                                   iterations (0 = the initial net)
+//!                                   iterations (0 = the initial net); the newest
+//!                                   `loop.store_keep_nets` are kept ([`prune_nets`])
 //!   models/latest                   "<generation>\n": the newest net (only the trainer writes it)
 //!   shards/<worker:016x>/<seq:012>.npz   replay shards (format 3), create-only, never rewritten
 //! ```
