@@ -361,18 +361,21 @@ mod tests {
         assert!(text.contains("[Termination \"illegal_move\"]"), "{text}");
         assert!(text.contains("[Red \"broken\"]") && text.contains("[Event \"x\"]"), "{text}");
 
+        // A 1 ms move with a 1 s margin: generous for the random player on a loaded machine
+        // (it answers in microseconds), missed by a player that takes 2 s.
         let timed = GameSettings {
             limit: MoveLimit {
                 simulations: None,
                 movetime: Some(Duration::from_millis(1)),
-                margin: Duration::from_millis(5),
+                margin: Duration::from_secs(1),
             },
             ..settings
         };
-        let mut slow = Broken { sleep: Duration::from_millis(30) };
+        let mut slow = Broken { sleep: Duration::from_secs(2) };
         let g = play_game(&mut random, &mut slow, opening, &timed, 1);
         let f = g.forfeit.unwrap();
-        assert_eq!((f.loser, f.kind), (Color::Black, ForfeitKind::Timeout));
+        assert_eq!((f.loser, f.kind), (Color::Black, ForfeitKind::Timeout), "{}", f.detail);
+        assert!(f.detail.contains("for a 1 ms move (margin 1000 ms)"), "{}", f.detail);
     }
 
     #[test]

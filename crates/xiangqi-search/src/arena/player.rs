@@ -423,9 +423,17 @@ mod tests {
             movetime: Some(Duration::from_millis(50)),
             margin: Duration::ZERO,
         };
+        // Stopped by the clock: well within seconds (a generous bound for a loaded machine),
+        // and before the simulation budget of a timed search, which alone would take far longer.
         let start = Instant::now();
         let r = p.search(&Game::new(Position::start(), RuleSet::Asian), &timed).unwrap();
-        assert!(start.elapsed() < Duration::from_millis(400), "{:?}", start.elapsed());
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(5), "timed out: a 50 ms search took {took:?}");
         assert!(r.total_visits() > 0);
+        assert!(
+            r.total_visits() < TIMED_SIMULATIONS / 4,
+            "{} visits in {took:?}: the search ran its budget, not its time",
+            r.total_visits()
+        );
     }
 }
