@@ -818,7 +818,7 @@ fn a_long_store_run_keeps_the_newest_nets_forgets_idle_workers_and_leaves_no_fil
     let models: Vec<String> = store.list("models").unwrap().into_iter().map(|e| e.key).collect();
     assert_eq!(models, [model_key(3), model_key(4), "models/latest".to_string()], "{log}");
     // a: none of its shards in iterations 3 and 4, its folder empty: forgotten in iteration 4.
-    assert!(log.contains(&format!("forgot 1 idle worker")) && log.contains(&format!("{a:016x}")));
+    assert!(log.contains("forgot 1 idle worker") && log.contains(&format!("{a:016x}")));
     let cursor = consumed_cursor(&run);
     assert!(!cursor.knows(a) && cursor.next(b) == 6, "{log}");
     // a comes back (a paused worker keeps its id and goes on far above its old cursor): its
