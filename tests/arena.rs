@@ -360,14 +360,24 @@ fn flooding_engines_lose_on_time_and_their_children_are_killed() {
     let table = stdout(&o);
     assert_eq!(row(&table, "A total")[4], 100.0, "{table}");
     assert_eq!(forfeits(&table, "B")[1], 2.0, "{table}");
-    // Every child the engine started is gone (or a zombie awaiting its reaper).
-    std::thread::sleep(Duration::from_millis(200));
+    // Every child the engine started is gone (or a zombie awaiting its reaper): the kill is
+    // delivered at once, but its effect is asynchronous, so allow a generous 10 s for it.
     let started = fs::read_to_string(&pids).unwrap();
     assert!(started.lines().count() >= 2, "{started}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     for pid in started.lines() {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next();
-        assert!(matches!(state, None | Some("Z" | "X")), "child {pid} still runs: {stat}");
+        loop {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit(')').next().unwrap_or("").split_whitespace().next();
+            if matches!(state, None | Some("Z" | "X")) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out: child {pid} still runs 10 s after the match: {stat}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     let _ = fs::remove_dir_all(&dir);
 }
