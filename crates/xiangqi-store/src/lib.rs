@@ -641,13 +641,27 @@ impl Store {
         match self.inner.get(&self.path(key)).await {
             Ok(result) => match result.bytes().await {
                 Ok(b) => Ok(Some(b.to_vec())),
-                Err(e) => Err(self.err("get", key, &e)),
+                Err(e) => Err(self.read_err(key, &e)),
             },
             Err(e @ object_store::Error::NotFound { .. }) => {
                 self.missing_bucket("get", key, &e).map_or(Ok(None), Err)
             }
-            Err(e) => Err(self.err("get", key, &e)),
+            Err(e) => Err(self.read_err(key, &e)),
         }
+    }
+
+    /// The error of reading `key`. Reading never fails for a store-wide reason of a directory
+    /// store's own (a full or read-only disk stops writes, not reads), so a permission refused
+    /// is this object's: not transient, so that one object nobody may read is named and passed
+    /// over instead of stopping every read for good.
+    fn read_err(&self, key: &str, e: &object_store::Error) -> StoreError {
+        let mut err = self.err("get", key, e);
+        if let StoreError::Operation { transient, .. } = &mut err
+            && io_source(e).is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
+        {
+            *transient = false;
+        }
+        err
     }
 
     /// The body of `key` unless its entity tag is still `e_tag` (a conditional GET: an
@@ -1447,6 +1461,31 @@ mod tests {
         assert!(classify(&generic("status code: 503 Service Unavailable: slow down")).0);
         assert!(classify(&generic("status code: 429 Too Many Requests")).0);
         assert!(!classify(&generic("status code: 400 Bad Request")).0);
+    }
+
+    #[test]
+    fn a_read_refused_is_the_objects_own_failure_and_a_write_refused_may_pass() {
+        // Running as root, no file can be made unreadable here: the error a refused open gives
+        // object_store's local store (an io::Error of kind PermissionDenied under Generic).
+        let dir = std::env::temp_dir().join(format!("xqz-store-eacces-{}", std::process::id()));
+        let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
+        let refused = object_store::Error::Generic {
+            store: "LocalFileSystem",
+            source: Box::new(std::io::Error::from(std::io::ErrorKind::PermissionDenied)),
+        };
+        let read = store.read_err("shards/ab/000001.npz", &refused);
+        assert!(!read.is_transient(), "{read}");
+        assert!(read.to_string().contains("shards/ab/000001.npz"), "{read}");
+        assert!(read.to_string().contains("permission denied"), "{read}");
+        // The same refusal on a write is the store's (a folder made read-only): waited out.
+        assert!(store.err("put", "shards/ab/000001.npz", &refused).is_transient());
+        // Other read failures keep their class: a cut connection may pass.
+        let cut = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+        };
+        assert!(store.read_err("k", &cut).is_transient());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[cfg(unix)]
