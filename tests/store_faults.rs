@@ -340,7 +340,10 @@ fn sh(cmd: &[&str]) -> bool {
 /// A way to make a folder read-only and writable again: chmod for a user other than root
 /// (root writes through it), a read-only remount of a tmpfs for root, `chattr +i` otherwise.
 /// `None` where none works (the test says so and is skipped).
-fn read_only_switch(base: &Path) -> Option<(PathBuf, Box<dyn Fn(bool) -> bool>)> {
+/// Makes the store read-only (`true`) or writable (`false`); whether that worked.
+type ReadOnly = Box<dyn Fn(bool) -> bool>;
+
+fn read_only_switch(base: &Path) -> Option<(PathBuf, ReadOnly)> {
     let store = base.join("store");
     fs::create_dir_all(&store).unwrap();
     let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));

@@ -657,21 +657,20 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                             None
                         }
                     };
-                    match parsed.map(|ms| Duration::from_micros((ms.min(1e12) * 1000.0) as u64)) {
-                        Some(d) => {
-                            let slot = match key {
-                                "movetime" => &mut go.movetime,
-                                "wtime" => &mut go.wtime,
-                                "btime" => &mut go.btime,
-                                "winc" => &mut go.winc,
-                                "binc" => &mut go.binc,
-                                "time" => &mut go.time,
-                                _ => &mut go.increment,
-                            };
-                            *slot = Some(d);
-                        }
-                        // Explained above.
-                        None => {}
+                    // None: explained above.
+                    if let Some(d) =
+                        parsed.map(|ms| Duration::from_micros((ms.min(1e12) * 1000.0) as u64))
+                    {
+                        let slot = match key {
+                            "movetime" => &mut go.movetime,
+                            "wtime" => &mut go.wtime,
+                            "btime" => &mut go.btime,
+                            "winc" => &mut go.winc,
+                            "binc" => &mut go.binc,
+                            "time" => &mut go.time,
+                            _ => &mut go.increment,
+                        };
+                        *slot = Some(d);
                     }
                 }
                 "opptime" | "oppincrement" | "mate" | "nodestime" => {

@@ -636,7 +636,9 @@ fn masked_illegal_moves_get_no_probability_and_no_gradient() {
         trainer.step(&b).unwrap();
         (before, layer(&trainer))
     };
-    let moved = |((b0, w0), (b1, w1)): &((Vec<f32>, Vec<f32>), (Vec<f32>, Vec<f32>)), a: usize| {
+    // (bias, weight) before and after the step.
+    type Layer = (Vec<f32>, Vec<f32>);
+    let moved = |((b0, w0), (b1, w1)): &(Layer, Layer), a: usize| {
         b0[a] != b1[a] || (a..w0.len()).step_by(size).any(|k| w0[k] != w1[k])
     };
     let masked = policy_layer(true);

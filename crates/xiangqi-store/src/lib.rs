@@ -909,15 +909,15 @@ impl Store {
     pub fn list_dirs_lossy(&self, dir: &str) -> Result<(Vec<String>, Vec<Unnamed>), StoreError> {
         if self.dir.is_none() {
             let prefix = self.path(dir);
-            match self.patiently(|| {
+            let listed = self.patiently(|| {
                 match self.runtime.block_on(self.inner.list_with_delimiter(Some(&prefix))) {
                     Ok(listed) => Ok(Some(dir_names(&listed))),
                     Err(object_store::Error::InvalidPath { .. }) => Ok(None),
                     Err(e) => Err(self.err("list", dir, &e)),
                 }
-            })? {
-                Some(names) => return Ok((names, Vec::new())),
-                None => {}
+            })?;
+            if let Some(names) = listed {
+                return Ok((names, Vec::new()));
             }
         }
         let (entries, unnamed) = self.list_after_lossy(dir, None)?;

@@ -389,18 +389,18 @@ pub fn pending_shards(store: &Store, cursor: &ShardCursor) -> Result<Pending, St
     }
     for (worker, mut listed) in folders {
         listed.sort_by_key(|(seq, _)| *seq);
-        if let Some(&b) = blocked.get(&worker) {
-            if let Some(at) = listed.iter().position(|(seq, _)| *seq > b) {
-                skipped.push((
-                    listed[at].1.key.clone(),
-                    format!(
-                        "worker {worker:016x}'s shards after {} wait: that shard could not be \
-                         listed",
-                        shard_key(worker, b)
-                    ),
-                ));
-                listed.truncate(at);
-            }
+        if let Some(&b) = blocked.get(&worker)
+            && let Some(at) = listed.iter().position(|(seq, _)| *seq > b)
+        {
+            skipped.push((
+                listed[at].1.key.clone(),
+                format!(
+                    "worker {worker:016x}'s shards after {} wait: that shard could not be \
+                     listed",
+                    shard_key(worker, b)
+                ),
+            ));
+            listed.truncate(at);
         }
         let mut shards = Vec::new();
         // A worker the cursor does not know (new, or forgotten) may start above 0.
