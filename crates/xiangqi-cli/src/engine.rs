@@ -14,6 +14,9 @@
 //!   `go nodes N` (800 without any limit); UCCI: `go time T movestogo 1` (milliseconds with `usemillisec`, else whole
 //!   seconds, at least 1) or `go nodes N`; then wait for `bestmove M` (or UCCI's `nobestmove`).
 //!
+//! [`EnginePlayer::analyse`] is the same exchange for `xqz label`: it also keeps the score (and
+//! `wdl`) of the engine's `info` lines ([`Analysis`]), and waits as long as its caller says.
+//!
 //! Moves in both directions use the engine's rank numbers ([`RankBase`]; Fairy-Stockfish writes
 //! ranks 1–10). An engine that does not answer within the move time plus the arena's margin
 //! (or 60 s for a node-limited search, 10 s for the handshake), closes its output, or names
@@ -35,6 +38,7 @@ use std::time::{Duration, Instant};
 use xiangqi::{Move, RankBase};
 use xiangqi_search::GameEnv;
 use xiangqi_search::arena::{MoveLimit, Player, PlayerError};
+use xiangqi_search::label::Score;
 
 /// The protocol an engine speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +93,8 @@ struct Process {
     lines: Receiver<String>,
     usemillisec: bool,
     name: Option<String>,
+    /// The option names the engine listed in its handshake (`option name N type ...`).
+    offered: Vec<String>,
 }
 
 /// Why a wait ended without the expected line.
@@ -138,7 +144,8 @@ impl Process {
                 }
             }
         });
-        let mut p = Process { child, stdin, lines, usemillisec: false, name: None };
+        let mut p =
+            Process { child, stdin, lines, usemillisec: false, name: None, offered: Vec::new() };
         p.handshake(spec)?;
         Ok(p)
     }
@@ -150,20 +157,28 @@ impl Process {
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
         let mut name = None;
         let mut usemillisec = false;
+        let mut offered = Vec::new();
         self.wait_for(deadline, |line| {
             if let Some(n) = line.strip_prefix("id name ") {
                 name = Some(n.trim().to_string());
             }
             let mut words = line.split_ascii_whitespace();
-            if words.next() == Some("option")
-                && words.next().is_some_and(|w| w.eq_ignore_ascii_case("usemillisec"))
-            {
-                usemillisec = true;
+            if words.next() == Some("option") {
+                let rest: Vec<&str> = words.collect();
+                if rest.first().is_some_and(|w| w.eq_ignore_ascii_case("usemillisec")) {
+                    usemillisec = true;
+                }
+                // UCI: `option name NAME (may have spaces) type ...`.
+                if rest.first() == Some(&"name") {
+                    let end = rest.iter().position(|&w| w == "type").unwrap_or(rest.len());
+                    offered.push(rest[1..end].join(" "));
+                }
             }
             (line == ok).then_some(())
         })
         .map_err(|e| self.fail(e, &format!("no '{ok}' after '{hello}'")))?;
         self.name = name;
+        self.offered = offered;
         if spec.protocol == Protocol::Ucci && usemillisec {
             self.send("setoption usemillisec true")?;
             self.usemillisec = true;
@@ -373,21 +388,125 @@ fn go_command(protocol: Protocol, limit: &MoveLimit, usemillisec: bool) -> Strin
     }
 }
 
-impl<G: GameEnv> Player<G> for EnginePlayer {
-    fn name(&self) -> &str {
-        &self.name
+/// What an engine said about a position: its move, and the score and WDL of its last `info`
+/// line with a score (the last exact one; a bound, `lowerbound`/`upperbound`, only where no
+/// exact one came; lines of a second or later `multipv` line and `info string` are ignored).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Analysis {
+    /// The move of `bestmove`.
+    pub best: Move,
+    /// `score cp X` / `score mate N` (UCCI: `score X`), for the side to move.
+    pub score: Option<Score>,
+    /// `wdl W D L` (per mille, for the side to move), where the engine reports it.
+    pub wdl: Option<[u32; 3]>,
+}
+
+/// The score part of one `info` line.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct InfoScore {
+    score: Option<Score>,
+    wdl: Option<[u32; 3]>,
+    bound: bool,
+}
+
+/// The score and WDL of an `info` line of the first principal variation; `None` for another
+/// line, a later `multipv` line, or one with neither.
+fn parse_info(line: &str) -> Option<InfoScore> {
+    let words: Vec<&str> = line.split_ascii_whitespace().collect();
+    if words.first() != Some(&"info") || words.get(1) == Some(&"string") {
+        return None;
+    }
+    let mut info = InfoScore::default();
+    let mut i = 1;
+    while i < words.len() {
+        match words[i] {
+            // The moves of the variation come last; nothing after them is a score.
+            "pv" => break,
+            "multipv" if words.get(i + 1).is_some_and(|k| *k != "1") => return None,
+            "score" => match words.get(i + 1).copied() {
+                Some("cp") => {
+                    info.score = words.get(i + 2).and_then(|x| x.parse().ok()).map(Score::Cp);
+                    i += 2;
+                }
+                Some("mate") => {
+                    info.score = words.get(i + 2).and_then(|x| x.parse().ok()).map(Score::Mate);
+                    i += 2;
+                }
+                Some(x) => {
+                    info.score = x.parse().ok().map(Score::Cp);
+                    i += 1;
+                }
+                None => {}
+            },
+            "lowerbound" | "upperbound" => info.bound = true,
+            "wdl" => {
+                let n = |k: usize| words.get(i + k).and_then(|x| x.parse::<u32>().ok());
+                info.wdl = match (n(1), n(2), n(3)) {
+                    (Some(w), Some(d), Some(l)) => Some([w, d, l]),
+                    _ => None,
+                };
+                i += 3;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (info.score.is_some() || info.wdl.is_some()).then_some(info)
+}
+
+impl EnginePlayer {
+    /// Whether the engine listed option `name` (case-insensitive) in its handshake.
+    pub fn offers(&self, name: &str) -> bool {
+        self.process
+            .as_ref()
+            .is_some_and(|p| p.offered.iter().any(|o| o.eq_ignore_ascii_case(name)))
     }
 
-    fn new_game(&mut self, _game_id: u64) -> Result<(), PlayerError> {
-        self.with_process(|p, spec| {
-            if spec.protocol == Protocol::Uci {
-                p.send("ucinewgame")?;
-            }
+    /// Sets an option now and in every restarted process (`setoption`, then `isready`).
+    ///
+    /// # Errors
+    /// The engine does not answer `isready` (it is killed; the next use starts a fresh one).
+    pub fn set_option(&mut self, name: &str, value: &str) -> Result<(), PlayerError> {
+        self.spec.options.push((name.to_string(), value.to_string()));
+        let line = match self.spec.protocol {
+            Protocol::Uci => format!("setoption name {name} value {value}"),
+            Protocol::Ucci => format!("setoption {name} {value}"),
+        };
+        self.with_process(|p, _| {
+            p.send(&line)?;
             p.ready()
         })
     }
 
-    fn choose_move(&mut self, game: &G, limit: &MoveLimit) -> Result<Move, PlayerError> {
+    /// The engine's rank numbers from now on.
+    pub fn set_ranks(&mut self, ranks: RankBase) {
+        self.spec.ranks = ranks;
+    }
+
+    /// Kills the engine process; the next use starts a fresh one (with the handshake and
+    /// every option).
+    pub fn restart(&mut self) {
+        if let Some(p) = self.process.as_mut() {
+            p.kill();
+        }
+        self.process = None;
+    }
+
+    /// Asks the engine for the best move of `game`'s current position (`position`, `go` as the
+    /// module documentation says) and the score it reported on the way. `wait` bounds the
+    /// answer (default: the move time plus the limit's margin, or 60 s for a node-limited
+    /// search). The move is read as a move, not checked for legality.
+    ///
+    /// # Errors
+    /// [`PlayerError::Timeout`] (the process is killed), [`PlayerError::Crashed`],
+    /// [`PlayerError::Illegal`] for text that is no move, [`PlayerError::Failed`] for
+    /// `bestmove (none)` or `nobestmove`.
+    pub fn analyse<G: GameEnv>(
+        &mut self,
+        game: &G,
+        limit: &MoveLimit,
+        wait: Option<Duration>,
+    ) -> Result<Analysis, PlayerError> {
         let limit = *limit;
         self.with_process(|p, spec| {
             p.send(&position_command(game, spec.ranks))?;
@@ -396,13 +515,22 @@ impl<G: GameEnv> Player<G> for EnginePlayer {
                 None => limit,
             };
             p.send(&go_command(spec.protocol, &limit, p.usemillisec))?;
-            let wait = limit.deadline().unwrap_or(NODES_TIMEOUT);
+            let wait = wait.unwrap_or_else(|| limit.deadline().unwrap_or(NODES_TIMEOUT));
+            let (mut exact, mut bound) = (None, None);
             let answer = p
                 .wait_for(Instant::now() + wait, |line| {
                     let mut words = line.split_ascii_whitespace();
                     match words.next() {
                         Some("bestmove") => Some(words.next().map(str::to_string)),
                         Some("nobestmove") => Some(None),
+                        Some("info") => {
+                            match parse_info(line) {
+                                Some(i) if i.bound => bound = Some(i),
+                                Some(i) => exact = Some(i),
+                                None => {}
+                            }
+                            None
+                        }
                         _ => None,
                     }
                 })
@@ -418,8 +546,29 @@ impl<G: GameEnv> Player<G> for EnginePlayer {
                 }
                 Some(t) => t,
             };
-            G::move_from_uci(text, spec.ranks).map_err(PlayerError::Illegal)
+            let best = G::move_from_uci(text, spec.ranks).map_err(PlayerError::Illegal)?;
+            let info = exact.or(bound).unwrap_or_default();
+            Ok(Analysis { best, score: info.score, wdl: info.wdl })
         })
+    }
+}
+
+impl<G: GameEnv> Player<G> for EnginePlayer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn new_game(&mut self, _game_id: u64) -> Result<(), PlayerError> {
+        self.with_process(|p, spec| {
+            if spec.protocol == Protocol::Uci {
+                p.send("ucinewgame")?;
+            }
+            p.ready()
+        })
+    }
+
+    fn choose_move(&mut self, game: &G, limit: &MoveLimit) -> Result<Move, PlayerError> {
+        self.analyse(game, limit, None).map(|a| a.best)
     }
 }
 
@@ -448,6 +597,31 @@ mod tests {
         assert_eq!(go_command(Protocol::Ucci, &limit, false), "go time 1 movestogo 1");
         let nodes = MoveLimit { movetime: None, ..limit };
         assert_eq!(go_command(Protocol::Uci, &nodes, false), "go nodes 50");
+    }
+
+    #[test]
+    fn info_lines_give_their_score_wdl_and_bound() {
+        let line =
+            "info depth 5 seldepth 6 multipv 1 score cp 94 upperbound nodes 1000 pv h1g3 h8c8";
+        assert_eq!(
+            parse_info(line),
+            Some(InfoScore { score: Some(Score::Cp(94)), wdl: None, bound: true })
+        );
+        let line = "info depth 9 score mate -3 wdl 0 0 1000 nodes 10 pv a0a1";
+        assert_eq!(
+            parse_info(line),
+            Some(InfoScore { score: Some(Score::Mate(-3)), wdl: Some([0, 0, 1000]), bound: false })
+        );
+        // UCCI's bare score; a second principal variation, a string and a line without a
+        // score give nothing.
+        assert_eq!(
+            parse_info("info depth 3 score -35 pv h2e2").unwrap().score,
+            Some(Score::Cp(-35))
+        );
+        assert_eq!(parse_info("info depth 3 multipv 2 score cp 10 pv h2e2"), None);
+        assert_eq!(parse_info("info string score cp 10"), None);
+        assert_eq!(parse_info("info depth 3 nodes 100 pv h2e2"), None);
+        assert_eq!(parse_info("info score cp"), None);
     }
 
     #[test]

@@ -57,6 +57,7 @@ mod config;
 mod engine;
 mod export;
 mod import;
+mod label;
 mod net;
 mod outcome;
 mod perft;
@@ -100,6 +101,9 @@ enum Command {
     /// Read game records (PGN with ICCS, UCI, WXF, Chinese or SAN moves; XQF) into replay
     /// shards: the move played is the policy target, the recorded result the value target.
     Import(import::Args),
+    /// Label replay shards with an external UCI engine: its best move becomes the policy
+    /// target, its score (as win/draw/loss) the value target `root_value`.
+    Label(label::Args),
 }
 
 /// Exit status for bad input (an illegal move, a malformed FEN, ...).
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
         Command::Tactics(args) => tactics::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Import(args) => import::run(&args),
+        Command::Label(args) => label::run(&args),
     };
     match result {
         Ok(code) => code,

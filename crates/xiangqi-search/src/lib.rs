@@ -35,6 +35,7 @@ pub mod config;
 pub mod eval;
 pub mod game;
 pub mod import;
+pub mod label;
 pub mod record;
 pub mod resign;
 pub mod search;
