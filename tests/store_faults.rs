@@ -5,8 +5,9 @@
 //!   file linked to itself, a worker folder that is a loop) is passed over with its key named;
 //!   an S3 key with a `..` segment hides none of the keys listed with it;
 //! * transient failures are waited out: a gateway that stops answering for 30 s mid-run, and a
-//!   directory store that is read-only for a while, make the trainer and the workers retry with
-//!   back-off and a periodic message; the run goes on and every game is trained on exactly once;
+//!   directory store that is read-only or full for a while, make the trainer and the workers
+//!   retry with back-off and a periodic message; the run goes on and every game is trained on
+//!   exactly once;
 //! * permanent failures end the process promptly with a message that names them: a bucket that
 //!   does not exist, a wrong secret;
 //! * (with `XQZ_SLOW_TESTS`) the time the trainer's listing and tidying take at 10,000 shards.
@@ -602,4 +603,110 @@ fn an_s3_key_with_dot_dot_hides_none_of_the_keys_listed_with_it() {
     let pending = distributed::pending_shards(&store, &ShardCursor::default()).unwrap();
     assert_eq!(pending.shards.len(), 4, "{pending:?}");
     assert!(pending.skipped.iter().any(|(k, _)| k.contains("/../")), "{pending:?}");
+}
+
+/// A small tmpfs mounted at a folder, unmounted when dropped (lazily if still busy).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (`mount`'s syntax: `64m`) at `dir`; `None` where that is
+    /// impossible (not root, no `mount`, no permission in this container).
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        fs::create_dir_all(dir).unwrap();
+        let d = dir.to_str().unwrap();
+        sh(&["mount", "-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", d])
+            .then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let d = self.0.to_str().unwrap();
+        if !sh(&["umount", d]) {
+            let _ = sh(&["umount", "-l", d]);
+        }
+    }
+}
+
+/// A child process killed when dropped (a failed assertion leaves no trainer or worker behind).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        kill(&mut self.0);
+    }
+}
+
+/// Writes zeros to `path` until the file system says it is full (nothing left but less than a
+/// page); panics on any other error.
+fn fill(path: &Path) {
+    let mut f = fs::File::create(path).unwrap();
+    for chunk in [1 << 20, 4096] {
+        let zeros = vec![0u8; chunk];
+        loop {
+            match f.write_all(&zeros) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
+                Err(e) => panic!("cannot fill {}: {e}", path.display()),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_full_directory_store_is_waited_out_by_the_trainer_and_the_worker_and_no_game_is_lost() {
+    let dir = temp("full");
+    let config = config(&dir);
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let fs_dir = dir.join("fs");
+    let Some(mounted) = root.then(|| Tmpfs::mount(&fs_dir, "64m")).flatten() else {
+        eprintln!("skipped: a full store needs a tmpfs of its own (root and mount -t tmpfs)");
+        let _ = fs::remove_dir_all(&dir);
+        return;
+    };
+    let store_dir = fs_dir.join("store");
+    let url = store_dir.to_str().unwrap().to_string();
+    let run = dir.join("run");
+    let (wlog_path, tlog_path) = (dir.join("worker.log"), dir.join("trainer.log"));
+    let mut t = Killed(trainer(&config, &run, &url, 3, &[]));
+    // The trainer's standard error, copied to a file as it comes (read while it runs).
+    let mut err = t.0.stderr.take().unwrap();
+    let mut copy = fs::File::create(&tlog_path).unwrap();
+    let copier = std::thread::spawn(move || std::io::copy(&mut err, &mut copy).map(|_| ()));
+    let mut w = Killed(worker(&url, &wlog_path, &[]));
+    // Generation 0 (1.6 MB) is published and the worker plays with it: fill the file system
+    // but for 128 kB (a few 16 kB shards, not a net): the worker's first shards fit, the
+    // trainer's next net does not, and the worker's later shards do not either.
+    wait_for_log(&wlog_path, "playing with generation 0", Duration::from_secs(180));
+    let reserve = fs_dir.join("reserve");
+    fs::write(&reserve, vec![1u8; 128 << 10]).unwrap();
+    fill(&fs_dir.join("filler"));
+    fs::remove_file(&reserve).unwrap();
+    let full = "the disk is full";
+    let tduring = wait_for_log(&tlog_path, full, Duration::from_secs(300));
+    let wduring = wait_for_log(&wlog_path, full, Duration::from_secs(300));
+    // Both wait, with their periodic message, and stay alive while the disk is full.
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(5) {
+        assert!(t.0.try_wait().unwrap().is_none(), "the trainer ended on a full store");
+        assert!(w.0.try_wait().unwrap().is_none(), "the worker ended on a full store");
+        sleep(Duration::from_millis(200));
+    }
+    for during in [&tduring, &wduring] {
+        assert!(during.contains("failing since") && during.contains("next try in"), "{during}");
+    }
+    fs::remove_file(fs_dir.join("filler")).unwrap();
+    let (ok, _) = finish(&mut t.0, Duration::from_secs(400), "the trainer");
+    copier.join().unwrap().unwrap();
+    let tlog = fs::read_to_string(&tlog_path).unwrap();
+    let wlog = wait_for_log(&wlog_path, "works again", Duration::from_secs(120));
+    kill(&mut w.0);
+    assert!(ok, "the trainer failed:\n{tlog}\nworker:\n{wlog}");
+    assert!(tlog.contains("works again") && tlog.contains("done: 3 iterations"), "{tlog}");
+    let store = Store::open(&url, &[]).unwrap();
+    let games = check_exactly_once(&store, &run);
+    assert!(games >= 24, "{games} games\n{tlog}");
+    eprintln!("full store: {games} games trained on once; trainer:\n{tlog}\nworker:\n{wlog}");
+    drop(mounted);
+    fs::remove_dir_all(&dir).unwrap();
 }
