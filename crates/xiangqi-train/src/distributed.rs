@@ -379,12 +379,21 @@ pub fn pending_shards(store: &Store, cursor: &ShardCursor) -> Result<Pending, St
     let mut folders: BTreeMap<u64, Vec<(u64, Entry)>> = BTreeMap::new();
     for e in entries {
         // Keys that do not follow the layout (an upper-case or short worker id too) are not
-        // shards.
-        if let Some((worker, seq)) = parse_shard_key(&e.key)
-            && e.key == shard_key(worker, seq)
-            && seq >= cursor.next(worker)
-        {
-            folders.entry(worker).or_default().push((seq, e));
+        // shards: named (nothing else belongs under `shards/`; the trainer names each once) and
+        // left alone, since they may be a user's.
+        match parse_shard_key(&e.key) {
+            Some((worker, seq)) if e.key == shard_key(worker, seq) => {
+                if seq >= cursor.next(worker) {
+                    folders.entry(worker).or_default().push((seq, e));
+                }
+            }
+            _ => skipped.push((
+                e.key,
+                format!(
+                    "not a shard's name ({SHARDS_DIR}/<16 lower-case hex digits>/<12 \
+                     digits>.npz): left alone"
+                ),
+            )),
         }
     }
     for (worker, mut listed) in folders {
@@ -419,7 +428,9 @@ pub fn pending_shards(store: &Store, cursor: &ShardCursor) -> Result<Pending, St
                 skipped.push((
                     e.key.clone(),
                     format!(
-                        "{gap} numbers after worker {worker:016x}'s next shard {expected}, more                          than any worker leaves out ({MAX_SHARD_GAP}): refused, with any shard                          after it (not read, not consumed; delete it if no worker wrote it)"
+                        "{gap} numbers after worker {worker:016x}'s next shard {expected}, more \
+                         than any worker leaves out ({MAX_SHARD_GAP}): refused, with any shard \
+                         after it (not read, not consumed; delete it if no worker wrote it)"
                     ),
                 ));
                 break;
@@ -428,7 +439,8 @@ pub fn pending_shards(store: &Store, cursor: &ShardCursor) -> Result<Pending, St
                 skipped.push((
                     e.key.clone(),
                     format!(
-                        "worker {worker:016x}'s {} missing before it: it waits until they come,                          or until the worker's next shard after it shows that they will not",
+                        "worker {worker:016x}'s {} missing before it: it waits until they come, \
+                         or until the worker's next shard after it shows that they will not",
                         missing()
                     ),
                 ));
@@ -760,6 +772,64 @@ mod tests {
             .collect();
         assert_eq!(rest, [(1, 2)]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn objects_that_are_not_shards_are_named_and_left_alone() {
+        let base = std::env::temp_dir().join(format!("xqz-stray-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dir = base.join("store");
+        let store = Store::open(dir.to_str().unwrap(), &[]).unwrap();
+        store.put_new(&shard_key(1, 0), vec![0; 3]).unwrap();
+        let stray = [
+            "shards/DEADBEEF00000028/000000000000.npz",
+            "shards/deadbeef00000029/0.npz",
+            "shards/0000000000000001/000000000000.npz.extra",
+            "shards/0000000000000001/000000000001.npz.extra",
+            "shards/000000000000001/000000000000.npz",
+            "shards/0000000000000001/00000000001.npz",
+        ];
+        for key in stray {
+            store.put_new(key, vec![1]).unwrap();
+        }
+        // A link at the top of `shards/` to a file outside the store.
+        let outside = base.join("outside.txt");
+        std::fs::write(&outside, b"secret").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("shards/x.npz")).unwrap();
+        let mut cursor = ShardCursor::default();
+        let listed = pending_shards(&store, &cursor).unwrap();
+        let keys: Vec<&str> = listed.shards.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, [shard_key(1, 0)]);
+        let mut named: Vec<&str> = listed.skipped.iter().map(|(k, _)| k.as_str()).collect();
+        named.sort();
+        let mut want: Vec<&str> = stray.iter().copied().chain(["shards/x.npz"]).collect();
+        want.sort();
+        assert_eq!(named, want, "{:?}", listed.skipped);
+        for (key, reason) in &listed.skipped {
+            assert_eq!(
+                reason,
+                "not a shard's name (shards/<16 lower-case hex digits>/<12 digits>.npz): \
+                         left alone",
+                "{key}"
+            );
+        }
+        // Named again, word for word (the trainer tells each once), after the cursor moved
+        // too; nothing deleted, even with the shards consumed.
+        cursor.consume(1, 0);
+        delete_consumed(&store, &cursor).unwrap();
+        let again = pending_shards(&store, &cursor).unwrap();
+        assert!(again.shards.is_empty(), "{:?}", again.shards);
+        let mut again_sorted = again.skipped.clone();
+        again_sorted.sort();
+        let mut first = listed.skipped.clone();
+        first.sort();
+        assert_eq!(again_sorted, first);
+        for key in stray {
+            assert_eq!(store.get(key).unwrap().unwrap(), [1], "{key}");
+        }
+        assert!(!dir.join(shard_key(1, 0)).exists());
+        assert_eq!(std::fs::read(&outside).unwrap(), b"secret");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
