@@ -1064,3 +1064,27 @@ fn hours_stops_the_run_on_time_with_a_checkpoint_that_resumes() {
     }
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// Resuming a CPU run brings no GPU driver up: burn loaded the optimizer state on its default
+/// device, the wgpu one, so every `--resume` started Vulkan and, without `XDG_RUNTIME_DIR`,
+/// printed the loader's `XDG_RUNTIME_DIR is invalid or not set` (where a Vulkan driver is
+/// installed, as lavapipe is in CI).
+#[test]
+fn a_cpu_resume_never_starts_a_gpu_driver() {
+    let dir = run_dir("cpu-resume-driver");
+    let config = tiny_with("cpu-resume-driver", &[("arena_every", "0")]);
+    let config = config.to_str().unwrap();
+    let first = train(&dir, &["--config", config, "--iterations", "1"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let again = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--resume", "--iterations", "1", "--run-dir"])
+        .arg(&dir)
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let log = stderr(&again);
+    assert!(again.status.success(), "{log}");
+    assert!(log.contains("iteration 2:"), "{log}");
+    assert!(!log.contains("XDG_RUNTIME_DIR"), "a GPU driver was started:\n{log}");
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -123,7 +123,24 @@ fn error_chain(e: &anyhow::Error) -> String {
     message
 }
 
+/// Makes burn's default device its CPU backend (`BURN_DEVICE=flex`) for this process.
+///
+/// `xqz` names every device it uses (`--device`); burn falls back to its default device only
+/// inside burn, where it takes no device argument: loading an optimizer state
+/// (`ModuleOptimizer::load_record` in burn-optim 0.22.1 materialises the state there and moves
+/// it to each parameter's device at the next step). With the `wgpu` feature that default is
+/// the wgpu device, so every `--resume` of a CPU run brought a Vulkan driver up (and its
+/// loader's `XDG_RUNTIME_DIR` complaints). A `BURN_DEVICE` of the user's is replaced: it means
+/// nothing to `xqz`, and an unknown value would make burn panic.
+#[allow(unsafe_code)]
+fn pin_burn_default_device() {
+    // SAFETY: called first thing in `main`, before this process has any other thread (nothing
+    // runs before `main` here), so no thread can read or write the environment meanwhile.
+    unsafe { std::env::set_var("BURN_DEVICE", "flex") };
+}
+
 fn main() -> ExitCode {
+    pin_burn_default_device();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Perft(args) => perft::run(&args),
