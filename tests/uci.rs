@@ -783,3 +783,37 @@ fn a_wgpu_device_names_its_adapter_and_says_when_it_is_software() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("uciok"));
 }
+
+/// Commands piped in and the input closed (`printf '...go nodes 200\n' | xqz uci`): the search
+/// with a limit runs to it and answers before the engine exits; an infinite one is stopped at
+/// the end of input and answers too (nothing else could end it).
+#[test]
+fn a_search_piped_in_runs_to_its_limit_before_the_end_of_input_ends_the_engine() {
+    let run = |script: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xqz"))
+            .arg("uci")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("xqz uci starts");
+        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+        // stdin is dropped: the end of input.
+        let started = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(started.elapsed() < Duration::from_secs(60), "timed out at end of input");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = run("uci\nposition startpos moves h2e2\ngo nodes 200\n");
+    let nodes: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.split(" nodes ").nth(1)?.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(nodes.last().is_some_and(|&n| n >= 200), "the search was cut short: {out}");
+    let best = out.lines().find(|l| l.starts_with("bestmove ")).expect("a bestmove");
+    assert_legal(&game_after(xiangqi::START_FEN, "h2e2"), best);
+
+    let out = run("uci\ngo infinite\n");
+    assert!(out.lines().any(|l| l.starts_with("bestmove ")), "no bestmove: {out}");
+}

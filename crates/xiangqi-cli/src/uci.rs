@@ -813,6 +813,20 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         }
     }
 
+    /// At the end of input: a search with a limit (nodes, depth, movetime, a clock, or the
+    /// `Simulations` default) runs to it and prints its `bestmove`, as a script that pipes
+    /// `go nodes 200` and closes its input expects; an infinite or pondering search, which
+    /// nothing could end any more, is stopped (`quit` stops any search at once).
+    pub fn finish_search(&mut self) {
+        let Some(r) = self.running.take() else { return };
+        if r.controls.infinite.load(Ordering::Relaxed) {
+            self.running = Some(r);
+            self.stop_search();
+        } else if r.handle.join().is_err() {
+            self.info("the search thread failed");
+        }
+    }
+
     /// Stops the running search, if any, and waits for its `bestmove`.
     pub fn stop_search(&mut self) {
         if let Some(r) = self.running.take() {
@@ -934,7 +948,10 @@ pub fn serve<E: Evaluator<G> + Send + 'static, G: GameEnv>(
     let mut buf = Vec::new();
     loop {
         match read_line(input, &mut buf)? {
-            LineRead::Eof => break,
+            LineRead::Eof => {
+                engine.finish_search();
+                break;
+            }
             LineRead::TooLong => engine.info("input line longer than 1 MiB ignored"),
             LineRead::Line => {
                 let line = String::from_utf8_lossy(&buf);
@@ -1095,7 +1112,10 @@ fn serve_as<G: GameEnv>(
     let mut buf = Vec::new();
     loop {
         match read_line(input, &mut buf)? {
-            LineRead::Eof => break,
+            LineRead::Eof => {
+                engine.finish_search();
+                break;
+            }
             LineRead::TooLong => engine.info("input line longer than 1 MiB ignored"),
             LineRead::Line => {
                 let line = String::from_utf8_lossy(&buf).into_owned();
