@@ -904,3 +904,142 @@ impl Drop for Reap {
         kill9(&mut self.0);
     }
 }
+
+fn sigterm(child: &Child) {
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+}
+
+/// The folders of workers (`xqz-worker-*`) in `tmp`.
+fn worker_folders(tmp: &Path) -> Vec<PathBuf> {
+    fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("xqz-worker-"))
+        .map(|e| e.path())
+        .collect()
+}
+
+#[test]
+fn a_worker_refuses_a_directory_store_that_does_not_exist_and_creates_nothing() {
+    let dir = temp("nostore");
+    let tmp = dir.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    let missing = dir.join("stroe");
+    let url = missing.to_str().unwrap().to_string();
+    let start = Instant::now();
+    let out = xqz()
+        .args(["selfplay", "--threads", "1", "--store", &url])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
+    assert!(
+        err.contains(&format!(
+            "store {url}: no such directory; a trainer creates it (xqz train --store {url}); \
+             check the path"
+        )),
+        "{err}"
+    );
+    assert!(!missing.exists(), "the worker created {}", missing.display());
+    assert!(worker_folders(&tmp).is_empty(), "{:?}", worker_folders(&tmp));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sigterm_stops_a_worker_waiting_for_a_trainer_and_removes_its_folder() {
+    let dir = temp("sigwait");
+    let tmp = dir.join("tmp");
+    let store = dir.join("store");
+    fs::create_dir_all(&tmp).unwrap();
+    fs::create_dir_all(&store).unwrap();
+    let mut w = xqz()
+        .args(["selfplay", "--threads", "1", "--store", store.to_str().unwrap()])
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut w);
+    lines.wait_for("waiting for a trainer", Duration::from_secs(120));
+    assert_eq!(worker_folders(&tmp).len(), 1, "the worker's folder");
+    sigterm(&w);
+    let status = w.wait().unwrap();
+    let err = lines.rest();
+    assert!(status.success(), "SIGTERM: {status}\n{err}");
+    assert!(worker_folders(&tmp).is_empty(), "{:?}\n{err}", worker_folders(&tmp));
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An S3 server that refuses every connection (nothing listens on port 1): the store is waited
+/// for at startup.
+fn unreachable_s3(cmd: &mut Command) -> &mut Command {
+    cmd.env("AWS_ENDPOINT", "http://127.0.0.1:1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "nobody")
+        .env("AWS_SECRET_ACCESS_KEY", "nothing")
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_SESSION_TOKEN")
+}
+
+#[test]
+fn sigterm_while_the_store_is_waited_for_at_startup_stops_a_worker_and_a_trainer_cleanly() {
+    let dir = temp("sigstart");
+    let config = config(&dir);
+    let run = dir.join("run");
+    let url = "s3://xqz-unreachable/run";
+    let mut cmd = xqz();
+    unreachable_s3(&mut cmd).args(["selfplay", "--threads", "1", "--store", url]);
+    let mut train = xqz();
+    unreachable_s3(&mut train)
+        .args(["train", "--quiet", "--threads", "1", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&run)
+        .args(["--store", url]);
+    for (what, cmd) in [("worker", &mut cmd), ("trainer", &mut train)] {
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut lines = StderrLines::of(&mut child);
+        lines.wait_for("next try in", Duration::from_secs(120));
+        sigterm(&child);
+        let status = child.wait().unwrap();
+        let err = lines.rest();
+        assert!(status.success(), "{what}, SIGTERM: {status}\n{err}");
+        assert!(err.contains("stopped before the store answered"), "{what}: {err}");
+    }
+    assert!(!run.exists(), "the trainer wrote {}", run.display());
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn two_quick_sigterms_to_a_trainer_are_one_stop_with_a_checkpoint() {
+    let dir = temp("sigtwice");
+    fs::create_dir_all(&dir).unwrap();
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
+    let run = dir.join("run");
+    let mut t = xqz()
+        .args(["train", "--quiet", "--threads", "1", "--config"])
+        .arg(&tiny)
+        .arg("--run-dir")
+        .arg(&run)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut t);
+    lines.wait_for("xqz train: run ", Duration::from_secs(120));
+    // The second signal as `timeout -s TERM` may send it: moments after the first.
+    sigterm(&t);
+    sleep(Duration::from_millis(100));
+    sigterm(&t);
+    let status = t.wait().unwrap();
+    let err = lines.rest();
+    assert!(status.success(), "{status}\n{err}");
+    assert!(!err.contains("second interrupt"), "{err}");
+    let line = err.lines().find(|l| l.starts_with("stopped: ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains(" checkpoint "), "{line}");
+    assert!(run.join("checkpoints").read_dir().unwrap().next().is_some(), "{err}");
+    fs::remove_dir_all(&dir).unwrap();
+}

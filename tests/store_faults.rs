@@ -665,6 +665,8 @@ fn a_full_directory_store_is_waited_out_by_the_trainer_and_the_worker_and_no_gam
         return;
     };
     let store_dir = fs_dir.join("store");
+    // Made here: the worker, started moments after the trainer, refuses a missing directory.
+    fs::create_dir_all(&store_dir).unwrap();
     let url = store_dir.to_str().unwrap().to_string();
     let run = dir.join("run");
     let (wlog_path, tlog_path) = (dir.join("worker.log"), dir.join("trainer.log"));

@@ -1,7 +1,8 @@
 //! Opening the store of a distributed run (`--store URL` of `xqz train` and `xqz selfplay`).
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use xiangqi_store::{Patience, Store};
@@ -52,4 +53,59 @@ pub fn open(location: &str, stop: &Arc<AtomicBool>) -> anyhow::Result<Store> {
     )));
     store.check().with_context(|| format!("--store {location}"))?;
     Ok(store)
+}
+
+/// The store at `location` without patience: each operation fails at once on a failure (after
+/// the S3 client's own few retries, at most 15 s), as a last quick look does.
+///
+/// # Errors
+/// A location this build cannot open.
+pub fn open_impatient(location: &str) -> anyhow::Result<Store> {
+    Store::open(location, &s3_options()).with_context(|| format!("--store {location}"))
+}
+
+/// Refuses a directory store that does not exist (a worker's: the trainer creates the store,
+/// and a worker on a typo'd path would otherwise wait for a trainer forever). An S3 location,
+/// or a location that does not parse (opening it gives its error), passes.
+///
+/// # Errors
+/// `store S: no such directory`, with what to do.
+pub fn require_existing_directory(location: &str) -> anyhow::Result<()> {
+    if let Ok(xiangqi_store::Kind::Directory(dir)) = xiangqi_store::Kind::parse(location)
+        && !dir.is_dir()
+    {
+        anyhow::bail!(
+            "store {location}: no such directory; a trainer creates it (xqz train --store \
+             {location}); check the path"
+        );
+    }
+    Ok(())
+}
+
+/// A second signal this soon after the first is the same stop (`timeout -s TERM` and some
+/// supervisors send two in quick succession) and is ignored.
+pub const SAME_STOP: Duration = Duration::from_secs(1);
+
+/// Installs the handler of Ctrl-C, SIGTERM and SIGHUP (ctrlc's `termination` feature): the
+/// first signal sets `stop` and calls `first`; a second one within [`SAME_STOP`] of it is
+/// ignored; a later one calls `again` (which exits the process, as a rule).
+pub fn on_stop_signal(
+    stop: &Arc<AtomicBool>,
+    first: impl Fn() + Send + 'static,
+    again: impl Fn() + Send + 'static,
+) {
+    let stop = Arc::clone(stop);
+    let since: Mutex<Option<Instant>> = Mutex::new(None);
+    let _ = ctrlc::set_handler(move || {
+        let mut since = since.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *since {
+            None => {
+                *since = Some(Instant::now());
+                stop.store(true, Ordering::SeqCst);
+                first();
+            }
+            Some(t) if t.elapsed() < SAME_STOP => {}
+            Some(_) => again(),
+        }
+    });
 }

@@ -135,9 +135,26 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
              a fixed selfplay.resign_threshold"
         );
     }
-    // Set by Ctrl-C (the handler is installed below); a store waiting out a failure stops.
+    // Set by Ctrl-C, SIGTERM or SIGHUP, from here on (a store waiting out a failure stops); a
+    // second signal more than a second after the first exits at once.
     let stop = Arc::new(AtomicBool::new(false));
-    let store = args.store.as_deref().map(|s| crate::store::open(s, &stop)).transpose()?;
+    crate::store::on_stop_signal(
+        &stop,
+        || errln!("\ninterrupt: finishing the current step and writing a checkpoint"),
+        || {
+            errln!("\nsecond interrupt: exiting without a checkpoint");
+            std::process::exit(130);
+        },
+    );
+    let store = match args.store.as_deref().map(|s| crate::store::open(s, &stop)).transpose() {
+        Ok(store) => store,
+        // Stopped while the store did not answer: nothing is written before it does.
+        Err(e) if stop.load(Ordering::SeqCst) => {
+            errln!("xqz train: stopped before the store answered ({e:#}); nothing was written");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e),
+    };
     if let Some(store) = &store
         && !args.resume
         && let Some(g) = xiangqi_train::distributed::latest_generation(store)?
@@ -227,16 +244,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
 
-    {
-        let stop = Arc::clone(&stop);
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::SeqCst) {
-                errln!("\nsecond interrupt: exiting without a checkpoint");
-                std::process::exit(130);
-            }
-            errln!("\ninterrupt: finishing the current step and writing a checkpoint");
-        });
-    }
     let deadline = args.hours.map(|h| started + Duration::from_secs_f64(h * 3600.0));
     let mut observer = CliObserver::new(&run_dir, stop, args.quiet, &config, deadline)?;
     errln!(

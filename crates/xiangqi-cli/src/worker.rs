@@ -22,8 +22,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -254,29 +254,54 @@ fn store_failure(e: &anyhow::Error) -> bool {
     })
 }
 
+/// What became of a shard whose upload was stopped while retrying, given whether its key is in
+/// the store (`None`: the store did not answer).
+fn stopped_upload_fate(there: Option<bool>) -> &'static str {
+    match there {
+        Some(true) => "was uploaded after all",
+        Some(false) => "was not uploaded and is dropped",
+        None => "may have been uploaded (the store did not answer); if it was, the trainer uses it",
+    }
+}
+
 /// Runs the worker until stopped.
 pub fn run(args: &WorkerArgs<'_>) -> anyhow::Result<ExitCode> {
-    // Set by Ctrl-C (the handler is installed below); a store waiting out a failure stops.
+    // Set by Ctrl-C, SIGTERM or SIGHUP from here on (a store waiting out a failure stops); a
+    // second signal more than a second after the first exits at once, removing the folder.
     let stop = Arc::new(AtomicBool::new(false));
-    let store = crate::store::open(args.store, &stop)?;
+    let folder: Arc<Mutex<Option<PathBuf>>> = Arc::new(Mutex::new(None));
+    {
+        let folder = Arc::clone(&folder);
+        crate::store::on_stop_signal(
+            &stop,
+            || errln!("\ninterrupt: dropping the games in flight and stopping"),
+            move || {
+                let held = folder.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(dir) = held.as_ref() {
+                    let _ = fs::remove_dir_all(dir);
+                }
+                std::process::exit(130);
+            },
+        );
+    }
+    // A worker never creates the store: a directory that is not there is a wrong path.
+    crate::store::require_existing_directory(args.store)?;
+    let store = match crate::store::open(args.store, &stop) {
+        Ok(store) => store,
+        // Stopped while the store did not answer: nothing was made yet.
+        Err(e) if stop.load(Ordering::SeqCst) => {
+            errln!("xqz selfplay: stopped before the store answered ({e:#})");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e),
+    };
     let device = crate::net::device(args.device)?;
     let id = new_worker_id();
     let temp = std::env::temp_dir();
     let cache = Cache::create(&temp, id)?;
+    *folder.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cache.dir.clone());
     for dir in remove_stale_caches(&temp, &cache.dir) {
         errln!("xqz selfplay: removed {}, the folder of a worker that is gone", dir.display());
-    }
-    {
-        let stop = Arc::clone(&stop);
-        let dir = cache.dir.clone();
-        // Ctrl-C, SIGTERM and SIGHUP (ctrlc's `termination` feature).
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::SeqCst) {
-                let _ = fs::remove_dir_all(&dir);
-                std::process::exit(130);
-            }
-            errln!("\ninterrupt: dropping the games in flight and stopping");
-        });
     }
     errln!("xqz selfplay: worker {id:016x} on store {} (device {})", store.location(), args.device);
     // The folder goes when `cache` is dropped, on every way out of here.
@@ -410,9 +435,14 @@ fn work(
                 Ok(true) => break,
                 Ok(false) => seq += 1,
                 Err(e @ xiangqi_store::StoreError::Stopped { .. }) => {
+                    // A try that failed may have reached the store all the same: one quick
+                    // look, without waiting out failures, says which.
+                    let key = distributed::shard_key(id, seq);
+                    let there = crate::store::open_impatient(store.location())
+                        .and_then(|s| Ok(s.exists(&key)?));
                     errln!(
-                        "worker {id:016x}: {e}: shard {seq} ({games} games) was not uploaded \
-                         and is dropped"
+                        "worker {id:016x}: {e}: shard {seq} ({games} games) {}",
+                        stopped_upload_fate(there.ok())
                     );
                     errln!("worker {id:016x}: stopped after {uploaded} games in {seq} shard(s)");
                     return Ok(ExitCode::SUCCESS);
@@ -441,4 +471,16 @@ fn work(
     }
     errln!("worker {id:016x}: stopped after {uploaded} games in {seq} shard(s)");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stopped_upload_fate;
+
+    #[test]
+    fn a_stopped_upload_is_reported_by_what_the_store_says() {
+        assert_eq!(stopped_upload_fate(Some(true)), "was uploaded after all");
+        assert_eq!(stopped_upload_fate(Some(false)), "was not uploaded and is dropped");
+        assert!(stopped_upload_fate(None).starts_with("may have been uploaded"));
+    }
 }
