@@ -565,10 +565,44 @@ pub fn write_shard(path: &Path, shard: &Shard) -> Result<(), ShardError> {
     result.map_err(wrap)
 }
 
-/// How many times its own size a shard's arrays may declare in all (plus 1 MiB): self-play
-/// shards inflate about 7 times (measured: 112,504 bytes of arrays in a 15,750-byte archive),
-/// with the constant columns (worker, generation, full search) the most compressible.
+/// How many times their compressed size a shard's arrays may declare in all (plus 1 MiB):
+/// self-play shards inflate about 7 times (measured: 112,504 bytes of arrays in 13,696
+/// compressed), imported ones about 16 (1,186,705 in 73,200: one-hot policies and constant
+/// columns compress best).
 pub const MAX_INFLATION: u64 = 64;
+
+/// The most a shard's arrays may declare in all, however well they compress: 1 GiB, some
+/// 2.5 million samples (an imported shard of 1,000 games holds about 100,000).
+pub const MAX_SHARD_BYTES: u64 = 1 << 30;
+
+/// The arrays a shard holds (entries `NAME` or `NAME.npy`), all versions.
+const ARRAYS: [&str; 20] = [
+    "format_version",
+    "game",
+    "rules",
+    "boards",
+    "turn",
+    "halfmove_clock",
+    "repeated",
+    "result",
+    "full_search",
+    "root_value",
+    "game_id",
+    "ply",
+    "policy_offsets",
+    "policy_moves",
+    "policy_probs",
+    "ending",
+    "game_plies",
+    "final_material",
+    "worker",
+    "generation",
+];
+
+/// The bytes a shard whose entries hold `compressed` bytes may declare.
+fn inflation_limit(compressed: u64) -> u64 {
+    compressed.saturating_mul(MAX_INFLATION).saturating_add(1 << 20).min(MAX_SHARD_BYTES)
+}
 
 /// An npy entry's bytes, read without trusting any size the file declares: the zip's size of
 /// the entry only caps the read (the buffer grows with the bytes that really come, so memory is
@@ -647,19 +681,26 @@ pub fn read_shard_from<R: Read + Seek>(mut reader: R) -> Result<Shard, ShardErro
         zip::ZipArchive::new(reader).map_err(|e| ShardError::Archive(ReadNpzError::from(e)))?;
     // A compressed entry that inflates to what it declares passes every check of `read_entry`,
     // however large (a small file of deflated zeros declaring 10^9 samples): the sizes the
-    // archive declares are bounded by its own size before anything is inflated.
-    let mut inflated: u64 = 0;
+    // archive declares are bounded by its entries' compressed sizes (not the file's length,
+    // which bytes no entry uses can pad) before anything is inflated.
+    // Only the entries the reader reads count: another entry (stored noise) buys no room.
+    let (mut inflated, mut compressed) = (0u64, 0u64);
     for i in 0..npz.len() {
         let entry = npz.by_index_raw(i).map_err(|e| ShardError::Archive(e.into()))?;
-        inflated = inflated.saturating_add(entry.size());
+        let name = entry.name();
+        if ARRAYS.contains(&name.strip_suffix(".npy").unwrap_or(name)) {
+            inflated = inflated.saturating_add(entry.size());
+            compressed = compressed.saturating_add(entry.compressed_size().min(archive_len));
+        }
     }
-    let limit = archive_len.saturating_mul(MAX_INFLATION).saturating_add(1 << 20);
+    let limit = inflation_limit(compressed);
     if inflated > limit {
         return Err(ShardError::Invalid {
             name: "archive",
             reason: format!(
-                "its arrays declare {inflated} bytes, more than {MAX_INFLATION} times the \
-                 archive's {archive_len} (shards inflate about 7 times): refused unread"
+                "its arrays declare {inflated} bytes, more than the {limit} its {compressed} \
+                 compressed bytes may hold ({MAX_INFLATION} times, at most {MAX_SHARD_BYTES} in \
+                 all; shards inflate 6 to 16 times): refused unread"
             ),
         });
     }
@@ -859,6 +900,26 @@ mod tests {
             .and_then(|t| t.split_whitespace().next()?.parse().ok())
             .expect("the declared size is named");
         assert!(declared >= 90_000_000, "{e}");
+        // An entry the reader never reads (8 MB of stored noise) buys no room.
+        let bomb = with_entry("boards", &npy("|u1", "(1000000, 90)", &vec![0; 90_000_000]));
+        let mut from = zip::ZipArchive::new(io::Cursor::new(bomb)).unwrap();
+        let mut to = zip::ZipWriter::new(io::Cursor::new(Vec::new()));
+        for i in 0..from.len() {
+            to.raw_copy_file(from.by_index_raw(i).unwrap()).unwrap();
+        }
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        to.start_file("padding.bin", stored).unwrap();
+        let noise: Vec<u8> =
+            (0..8_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+        to.write_all(&noise).unwrap();
+        let padded = to.finish().unwrap().into_inner();
+        assert!(padded.len() > 8_000_000);
+        let e = read_error(padded);
+        assert!(e.contains("'archive'") && e.contains("refused unread"), "{e}");
+        // The absolute cap: a shard that compresses however well declares at most 1 GiB.
+        assert_eq!(inflation_limit(u64::MAX / 2), MAX_SHARD_BYTES);
+        assert_eq!(inflation_limit(1000), 64_000 + (1 << 20));
         // Real shards (self-play, imported, labelled) are read by the end-to-end tests of every
         // command: they inflate about 7 times, far within the bound.
     }
