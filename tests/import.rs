@@ -240,3 +240,68 @@ fn arena_pgn_round_trips_and_bad_arguments_are_refused() {
     let (_, stderr, ok) = import(&[&pgn], &out, &["--rules", "site"]);
     assert!(!ok && stderr.contains("--rules"), "{stderr}");
 }
+
+#[test]
+fn a_collection_pretrains_a_run_that_then_plays_and_the_export_says_so() {
+    let dir = scratch("pretrain");
+    let pgn = dir.join("games.pgn");
+    fs::write(&pgn, HAND_MADE).unwrap();
+    let shards = dir.join("shards");
+    let (_, stderr, ok) = import(&[&pgn], &shards, &[]);
+    assert!(ok, "{stderr}");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs/tiny.toml");
+    let run = dir.join("run");
+    let o = xqz(&[
+        "train",
+        "--config",
+        config,
+        "--run-dir",
+        run.to_str().unwrap(),
+        "--pretrain",
+        shards.to_str().unwrap(),
+        "--pretrain-steps",
+        "6",
+        "--iterations",
+        "1",
+        "--quiet",
+    ]);
+    let (_, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    // The nine positions of the three imported games.
+    let line = format!("pretraining on {}: 1 shard, 3 games, 9 samples; 6 steps", shards.display());
+    assert!(stderr.contains(&line), "{stderr}");
+    assert!(stderr.contains("pretrained: step 6 of 6 (6 this session"), "{stderr}");
+    assert!(stderr.contains("iteration 1"), "{stderr}");
+    let ckpt = run.join("checkpoints/ckpt-000001/manifest.toml");
+    let manifest = fs::read_to_string(&ckpt).unwrap();
+    assert!(
+        manifest.contains("[pretrained]") && manifest.contains("planned_steps = 6"),
+        "{manifest}"
+    );
+    let resolved = fs::read_to_string(run.join("config.toml")).unwrap();
+    assert!(resolved.contains("pretrain_steps = 6"), "{resolved}");
+
+    // The export keeps the record.
+    let export = dir.join("export");
+    let o =
+        xqz(&["export", "--checkpoint", run.to_str().unwrap(), "--out", export.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let manifest = fs::read_to_string(export.join("manifest.toml")).unwrap();
+    assert!(manifest.contains("[pretrained]") && manifest.contains("games = 3"), "{manifest}");
+
+    // Shards that are not there stop a new run before it makes its directory.
+    let missing = dir.join("no-such-shards");
+    let fresh = dir.join("fresh");
+    let o = xqz(&[
+        "train",
+        "--config",
+        config,
+        "--run-dir",
+        fresh.to_str().unwrap(),
+        "--pretrain",
+        missing.to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&o);
+    assert!(!o.status.success() && stderr.contains("no such directory or file"), "{stderr}");
+    assert!(!fresh.exists());
+}

@@ -83,6 +83,14 @@ pub struct Args {
     /// s3://bucket/prefix (credentials and endpoint from the AWS_* variables).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
+    /// Pretrain a new run on these shards before its first self-play: a directory of shards
+    /// that `xqz import` or `xqz label` wrote, or one shard (overrides `loop.pretrain_shards`).
+    #[arg(long, value_name = "DIR")]
+    pretrain: Option<PathBuf>,
+    /// Optimizer steps of the pretraining (overrides `loop.pretrain_steps`; default: each
+    /// sample `loop.train_ratio` times on average).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=i64::MAX as u64))]
+    pretrain_steps: Option<u64>,
 }
 
 /// `--hours`: a finite number of hours above 0 and at most a year.
@@ -111,6 +119,31 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
     if let Some(d) = &args.device {
         config.run.device = d.clone();
+    }
+    if let Some(dir) = &args.pretrain {
+        let text = dir.to_str().with_context(|| {
+            format!(
+                "--pretrain {}: the path must be UTF-8 (it is kept in the run's config)",
+                dir.display()
+            )
+        })?;
+        config.run.pretrain_shards = text.to_string();
+    }
+    if let Some(n) = args.pretrain_steps {
+        if config.run.pretrain_shards.is_empty() && !args.resume {
+            anyhow::bail!(
+                "--pretrain-steps needs shards to pretrain on: --pretrain DIR or loop.pretrain_shards"
+            );
+        }
+        config.run.pretrain_steps = n;
+    }
+    // A new run's pretraining shards must be there before the run directory is made.
+    let pretrain = Path::new(&config.run.pretrain_shards);
+    if !args.resume && !config.run.pretrain_shards.is_empty() && !pretrain.exists() {
+        anyhow::bail!(
+            "pretraining shards {}: no such directory or file (loop.pretrain_shards or --pretrain)",
+            pretrain.display()
+        );
     }
     // The device is checked before anything is written.
     let device = crate::net::device(&config.run.device)?;
@@ -504,6 +537,8 @@ struct CliObserver {
     max_steps: u64,
     /// Iterations reported in this invocation.
     iterations_done: u64,
+    /// The planned steps of the pretraining under way, if one is.
+    pretraining: Option<u64>,
     /// Optimizer steps and elapsed run seconds when this invocation started, and the newest
     /// step, for the step budget's rate.
     first_step: Option<(u64, Instant)>,
@@ -621,6 +656,7 @@ impl CliObserver {
             max_hours: config.run.max_hours,
             max_steps: config.run.max_steps,
             iterations_done: 0,
+            pretraining: None,
             first_step: None,
         })
     }
@@ -739,6 +775,17 @@ impl Observer for CliObserver {
         self.scalar("train/grad_norm", f64::from(m.grad_norm), s);
         if self.first_step.is_none() {
             self.first_step = Some((s, Instant::now()));
+        }
+        if let Some(planned) = self.pretraining {
+            self.bar.set_message(format!(
+                "pretraining: step {s} of {planned} loss {:.3} (policy {:.3}, value {:.3}) {}{}",
+                m.loss,
+                m.policy_loss,
+                m.value_loss,
+                self.headline,
+                self.left_text(Some(s))
+            ));
+            return;
         }
         self.bar.set_message(format!(
             "iteration {}: training step {} loss {:.3} (policy {:.3}, value {:.3}) {}{}",
@@ -971,6 +1018,37 @@ impl Observer for CliObserver {
 
     fn warning(&mut self, message: &str) {
         self.log(&format!("warning: {message}"));
+    }
+
+    fn pretrain_started(&mut self, p: &xiangqi_nn::checkpoint::Pretraining) {
+        self.pretraining = Some(p.planned_steps);
+        let from = if p.steps > 0 { format!(" (from step {})", p.steps) } else { String::new() };
+        self.log(&format!(
+            "pretraining on {}: {} shard{}, {} game{}, {} samples; {} steps{from}",
+            p.source,
+            p.shards,
+            if p.shards == 1 { "" } else { "s" },
+            p.games,
+            if p.games == 1 { "" } else { "s" },
+            p.samples,
+            p.planned_steps
+        ));
+    }
+
+    fn pretrained(&mut self, r: &xiangqi_train::pipeline::PretrainReport) {
+        self.pretraining = None;
+        let what = if r.finished { "pretrained" } else { "pretraining stopped" };
+        self.log(&format!(
+            "{what}: step {} of {} ({} this session, {:.0} samples/s), loss {:.3} (policy {:.3}, \
+             value {:.3})",
+            r.record.steps,
+            r.record.planned_steps,
+            r.steps,
+            r.samples_per_sec,
+            r.mean.loss,
+            r.mean.policy_loss,
+            r.mean.value_loss
+        ));
     }
 }
 

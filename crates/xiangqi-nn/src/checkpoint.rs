@@ -274,8 +274,34 @@ pub struct Manifest {
     pub training: Option<TrainConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rng: Option<RngEntry>,
+    /// What the network was pretrained on before its self-play, if it was (training
+    /// checkpoints of a run with `loop.pretrain_shards`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pretrained: Option<Pretraining>,
     /// The other files of the checkpoint.
     pub files: Vec<FileEntry>,
+}
+
+/// The record of a pretraining phase: the shards a run trained on before its first self-play
+/// (imported or labelled games, `xqz import` and `xqz label`), kept in every later checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pretraining {
+    /// The shard directory (or file) as the config named it.
+    pub source: String,
+    /// Shards read.
+    pub shards: u64,
+    /// Games in them.
+    pub games: u64,
+    /// Samples in them.
+    pub samples: u64,
+    /// FNV-1a 64 of the shards' file names and sample counts, in hex: a resumed pretraining
+    /// checks that its shards are still the same.
+    pub fingerprint: String,
+    /// Optimizer steps the pretraining takes.
+    pub planned_steps: u64,
+    /// Optimizer steps it has taken (`planned_steps` once it is over).
+    pub steps: u64,
 }
 
 impl Manifest {
@@ -294,6 +320,7 @@ impl Manifest {
             network: network.clone(),
             training: None,
             rng: None,
+            pretrained: None,
             files: Vec::new(),
         }
     }
@@ -459,6 +486,19 @@ pub fn save_trainer(
     dir: &Path,
     counters: &BTreeMap<String, u64>,
 ) -> Result<(), CheckpointError> {
+    save_trainer_with(trainer, dir, counters, None)
+}
+
+/// [`save_trainer`] with the record of the run's pretraining (see [`Manifest::pretrained`]).
+///
+/// # Errors
+/// As [`save_trainer`].
+pub fn save_trainer_with(
+    trainer: &Trainer,
+    dir: &Path,
+    counters: &BTreeMap<String, u64>,
+    pretrained: Option<&Pretraining>,
+) -> Result<(), CheckpointError> {
     let model = model_bytes(trainer.net())?;
     let optim = trainer
         .optimizer_bytes()
@@ -469,6 +509,7 @@ pub fn save_trainer(
     manifest.counters = counters.clone();
     manifest.training = Some(trainer.config().clone());
     manifest.rng = Some(RngEntry::from_state(&trainer.rng_state()));
+    manifest.pretrained = pretrained.cloned();
     write_atomically(dir, manifest, &[(MODEL_FILE, &model), (OPTIMIZER_FILE, &optim)])
 }
 

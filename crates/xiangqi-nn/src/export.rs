@@ -413,6 +413,7 @@ pub fn export_net(
     manifest.step = source.step;
     manifest.samples = source.samples;
     manifest.counters = source.counters.clone();
+    manifest.pretrained = source.pretrained.clone();
     let model = checkpoint::model_bytes(net)?;
     checkpoint::write_atomically(
         out,

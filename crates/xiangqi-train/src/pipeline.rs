@@ -67,6 +67,10 @@ use crate::distributed::{
     self, DistributedError, LOCAL_SELFPLAY_WORKER, ShardCursor, pending_shards,
 };
 
+mod pretrain;
+
+pub use pretrain::PretrainReport;
+
 /// The `[loop]` section: how self-play and training alternate, the replay window, budgets,
 /// checkpoints and the arena.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -167,6 +171,22 @@ pub struct LoopConfig {
     /// `store_keep_shards`). A forgotten worker that comes back is read from its next shard on
     /// ([`crate::distributed::ShardCursor`]). 0 = never forget.
     pub store_forget_workers_after: u64,
+    /// Pretraining: a directory of replay shards (or one shard file) that a new run trains on
+    /// before its first self-play: games it did not play, from `xqz import` (game records) or
+    /// `xqz label` (positions scored by an engine). Every `*.npz` in the directory is read into
+    /// memory. Empty = no pretraining. Used only before the first iteration; the checkpoints
+    /// record what the net was pretrained on ([`xiangqi_nn::checkpoint::Pretraining`]).
+    pub pretrain_shards: String,
+    /// Pretraining: optimizer steps of `batch_size` uniform samples (with mirror augmentation,
+    /// as self-play's); 0 = as many as train each sample `train_ratio` times on average. The
+    /// steps count toward `max_steps`, and their time toward `max_hours`.
+    pub pretrain_steps: u64,
+    /// Pretraining: the weight λ of the shards' own values (`root_value`: the engine's score
+    /// `W − L` in labelled shards, the game's result in imported ones) in the value target,
+    /// the game result having `1 − λ` (see `value_q_weight`). 1 trains on the shards' values
+    /// alone, which is what a labelled shard is for; for imported shards it also turns an
+    /// agreed draw, which has no rule verdict, into a draw target instead of teaching nothing.
+    pub pretrain_value_q_weight: f64,
 }
 
 impl Default for LoopConfig {
@@ -201,6 +221,9 @@ impl Default for LoopConfig {
             store_keep_shards: false,
             store_keep_nets: 4,
             store_forget_workers_after: 100,
+            pretrain_shards: String::new(),
+            pretrain_steps: 0,
+            pretrain_value_q_weight: 1.0,
         }
     }
 }
@@ -300,6 +323,15 @@ impl LoopConfig {
                 "loop.store_forget_workers_after",
                 "must be at most 1000000000 iterations (0 = never forget)",
             );
+        }
+        if self.pretrain_steps > i64::MAX as u64 {
+            return bad(
+                "loop.pretrain_steps",
+                "must be at most 9223372036854775807 (0 = automatic)",
+            );
+        }
+        if !(0.0..=1.0).contains(&self.pretrain_value_q_weight) {
+            return bad("loop.pretrain_value_q_weight", "must be between 0 and 1");
         }
         if let Err(e) = self.device.parse::<xiangqi_nn::device::DeviceSpec>() {
             return Err(ConfigError { key: "loop.device", reason: e.to_string() });
@@ -402,6 +434,14 @@ pub enum PipelineError {
     /// A new run was asked for in a directory that already holds one.
     #[error("'{}' already holds a run (checkpoints found): pass --resume to continue it, or choose another run directory", .0.display())]
     RunExists(PathBuf),
+    /// The pretraining shards (`loop.pretrain_shards`) cannot be used.
+    #[error("pretraining shards '{}': {reason}", path.display())]
+    Pretrain {
+        /// The directory or file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// What one self-play phase produced.
@@ -569,6 +609,11 @@ pub trait Observer {
     fn iteration_started(&mut self, _iteration: u64) {}
     /// Self-play progress within an iteration.
     fn selfplay_progress(&mut self, _stats: &SelfPlayStats) {}
+    /// The pretraining phase starts (or goes on after a resume); its steps are then reported
+    /// through [`Observer::step`].
+    fn pretrain_started(&mut self, _record: &checkpoint::Pretraining) {}
+    /// The pretraining phase ended, finished or stopped (its checkpoint is written).
+    fn pretrained(&mut self, _report: &PretrainReport) {}
     /// One optimizer step was taken.
     fn step(&mut self, _metrics: &StepMetrics) {}
     /// An iteration finished; called just before its checkpoint is written. A run killed
@@ -1095,8 +1140,10 @@ fn run_checkpoint_problem(dir: &Path, n: u64) -> Result<Option<u64>, String> {
     }
     let it = manifest.counters.get(COUNTER_ITERATION).copied();
     let steps = manifest.counters.get(COUNTER_STEPS_IN_ITERATION).copied().unwrap_or(0);
+    // Pretraining's steps come before iteration 1 and are saved as `ckpt-000001`.
+    let pretrained = manifest.pretrained.as_ref().is_some_and(|p| p.steps > 0);
     match it {
-        Some(i) if i == n || (i + 1 == n && steps > 0) => {
+        Some(i) if i == n || (i + 1 == n && steps > 0) || (i == 0 && n == 1 && pretrained) => {
             Ok(manifest.counters.get(COUNTER_RUN_ID).copied())
         }
         Some(i) => Err(format!("its manifest records iteration {i}, not {n}")),
@@ -1216,6 +1263,9 @@ pub struct TrainingRun {
     told_waiting: bool,
     /// The store's keys the user was told are passed over (each is named once per process).
     told_skipped: std::collections::BTreeSet<String>,
+    /// The pretraining done or under way ([`LoopConfig::pretrain_shards`]), as the checkpoints
+    /// record it.
+    pretrained: Option<checkpoint::Pretraining>,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -1305,6 +1355,7 @@ impl TrainingRun {
             cursor: ShardCursor::default(),
             told_waiting: false,
             told_skipped: Default::default(),
+            pretrained: None,
         };
         run.save_checkpoint()?;
         Ok(run)
@@ -1376,6 +1427,7 @@ impl TrainingRun {
                         cursor: ShardCursor::from_counters(&manifest.counters),
                         told_waiting: false,
                         told_skipped: Default::default(),
+                        pretrained: manifest.pretrained.clone(),
                     };
                     run.restore_resign_calibration(&manifest.counters);
                     run.rebuild_window()?;
@@ -1483,6 +1535,9 @@ impl TrainingRun {
             && !observer.should_stop()
         {
             self.arena(observer)?;
+        }
+        if let Some(stop) = self.pretrain(observer)? {
+            return Ok(stop);
         }
         loop {
             if self.budget_spent() {
@@ -2313,8 +2368,15 @@ impl TrainingRun {
     pub fn save_checkpoint(&mut self) -> Result<PathBuf, PipelineError> {
         // Steps of the first iteration go into `ckpt-000001` (marked by its counters as
         // iteration 0 plus steps): `ckpt-000000` stays the initial network.
-        let number =
-            if self.iteration == 0 && self.steps_in_iteration > 0 { 1 } else { self.iteration };
+        // Pretraining's steps too: they are taken before the first iteration.
+        let number = if self.iteration == 0
+            && (self.steps_in_iteration > 0
+                || self.pretrained.as_ref().is_some_and(|p| p.steps > 0))
+        {
+            1
+        } else {
+            self.iteration
+        };
         let dir = checkpoint_path(&self.paths, number);
         if let Some(aside) = self.move_aside_if_foreign(&dir, number)? {
             self.pending_warnings.push(format!(
@@ -2324,7 +2386,12 @@ impl TrainingRun {
                 aside.display()
             ));
         }
-        checkpoint::save_trainer(&self.trainer, &dir, &self.counters())?;
+        checkpoint::save_trainer_with(
+            &self.trainer,
+            &dir,
+            &self.counters(),
+            self.pretrained.as_ref(),
+        )?;
         Ok(dir)
     }
 

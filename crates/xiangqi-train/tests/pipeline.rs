@@ -382,3 +382,176 @@ fn self_tuning_resignation_starts_off_and_its_counts_survive_a_resume() {
     assert_eq!(again.resign_threshold(), threshold);
     let _ = fs::remove_dir_all(&tmp);
 }
+
+/// A shard of the games of `pgn` as `xqz import` reads them.
+fn imported_shard(pgn: &str) -> Shard {
+    use xiangqi_search::import::{import_game, pgn::read_pgn};
+    let mut shard = Shard::new::<Game>(RuleSet::Asian);
+    for (k, source) in read_pgn(pgn).iter().enumerate() {
+        let imported = import_game::<Game>(source, RuleSet::Asian, k as u64).unwrap();
+        shard.push_game_of(&imported.record, u64::MAX, xiangqi_search::UNKNOWN_GENERATION);
+    }
+    shard
+}
+
+/// The start position's prior of the central cannon opening (`h2e2`, and its mirror `b2e2`,
+/// which mirror augmentation teaches with it) and its WDL under the net of `dir`.
+fn cannon_prior_and_value_of_start(dir: &Path) -> (f32, [f32; 3]) {
+    let (net, _) = checkpoint::load_net(dir, None, &cpu_device()).unwrap();
+    let net = InferenceNet::from_net(&net, &cpu_device()).unwrap();
+    let game = Game::new(Position::start(), RuleSet::Asian);
+    let mut planes = vec![0.0; xiangqi::env::INPUT_SIZE];
+    xiangqi::env::encode_planes(&game, &mut planes);
+    let out = net.predict(planes).unwrap();
+    let legal = game.position().legal_moves();
+    let index = |m: &str| {
+        let m = legal.iter().copied().find(|x| x.to_string() == m).unwrap();
+        xiangqi::env::move_to_index(m, xiangqi::Color::Red).unwrap()
+    };
+    let logits = out.policy(0);
+    let max = legal
+        .iter()
+        .map(|&m| logits[xiangqi::env::move_to_index(m, xiangqi::Color::Red).unwrap()])
+        .fold(f32::NEG_INFINITY, f32::max);
+    let z: f32 = legal
+        .iter()
+        .map(|&m| {
+            (logits[xiangqi::env::move_to_index(m, xiangqi::Color::Red).unwrap()] - max).exp()
+        })
+        .sum();
+    let p = |m: &str| (logits[index(m)] - max).exp() / z;
+    (p("h2e2") + p("b2e2"), out.wdl_probabilities(0))
+}
+
+/// Two games that Red wins after opening with the central cannon (the result comes from the
+/// `Result` tag: the moves end in no verdict of the rules).
+const CANNON_GAMES: &str = "[Event \"a\"]\n[Result \"1-0\"]\n\n1. h2e2 h9g7 2. h0g2 i9h9 1-0\n\n\
+                            [Event \"b\"]\n[Result \"1-0\"]\n\n1. h2e2 b9c7 2. b0c2 a9b9 1-0\n";
+
+#[test]
+fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to_the_same_net() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-pretrain-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let shards = tmp.join("imported");
+    fs::create_dir_all(&shards).unwrap();
+    let shard = imported_shard(CANNON_GAMES);
+    assert_eq!(shard.len(), 8);
+    fs::write(
+        shards.join("import-000000.npz"),
+        write_shard_to(std::io::Cursor::new(Vec::new()), &shard).unwrap().into_inner(),
+    )
+    .unwrap();
+    let config = |max_steps: u64| {
+        let mut c = tiny();
+        c.run.pretrain_shards = shards.to_str().unwrap().to_string();
+        c.run.pretrain_steps = 40;
+        c.run.max_steps = max_steps;
+        // Fast enough for 40 steps of 16 to learn eight positions.
+        c.training.learning_rate = 0.01;
+        c
+    };
+
+    // Straight through: 40 pretraining steps, then one iteration of self-play.
+    let straight = RunPaths::under(&tmp.join("straight"));
+    let mut run = TrainingRun::create(config(0), straight.clone()).unwrap();
+    assert_eq!(run.run(Some(1), &mut NoObserver).unwrap(), StopReason::Iterations);
+    assert!(run.trainer().step_count() > 40, "no training after the pretraining");
+    let record = run.pretrained().unwrap().clone();
+    assert_eq!((record.shards, record.games, record.samples), (1, 2, 8));
+    assert_eq!((record.steps, record.planned_steps), (40, 40));
+    drop(run);
+    // The initial net stays unpretrained; the iteration's checkpoint carries the record.
+    let initial =
+        checkpoint::read_manifest(&straight.checkpoints.join("ckpt-000000"), None).unwrap();
+    assert_eq!((initial.step, initial.pretrained), (0, None));
+    let after = checkpoint::read_manifest(&straight.checkpoints.join("ckpt-000001"), None).unwrap();
+    assert_eq!(after.pretrained.as_ref(), Some(&record));
+
+    // What it learned: the opening move of both games, and that Red wins them.
+    let (prior0, wdl0) = cannon_prior_and_value_of_start(&straight.checkpoints.join("ckpt-000000"));
+    let pretrained = RunPaths::under(&tmp.join("only"));
+    let mut only = TrainingRun::create(config(40), pretrained.clone()).unwrap();
+    assert_eq!(only.run(None, &mut NoObserver).unwrap(), StopReason::Budget);
+    assert_eq!(only.iteration(), 0, "the budget ends the run before any self-play");
+    drop(only);
+    let (prior, wdl) = cannon_prior_and_value_of_start(&pretrained.checkpoints.join("ckpt-000001"));
+    assert!(prior > 0.5 && prior > 5.0 * prior0, "cannon opening prior {prior0} -> {prior}");
+    assert!(wdl[0] > wdl0[0] + 0.1 && wdl[0] > wdl[2], "start WDL {wdl0:?} -> {wdl:?}");
+
+    // Stopped by a step budget in the middle, then resumed: the same net as straight through.
+    let stopped = RunPaths::under(&tmp.join("stopped"));
+    let mut first = TrainingRun::create(config(15), stopped.clone()).unwrap();
+    assert_eq!(first.run(None, &mut NoObserver).unwrap(), StopReason::Budget);
+    assert_eq!(first.pretrained().map(|p| p.steps), Some(15));
+    drop(first);
+    let half = checkpoint::read_manifest(&stopped.checkpoints.join("ckpt-000001"), None).unwrap();
+    assert_eq!(half.pretrained.map(|p| (p.steps, p.planned_steps)), Some((15, 40)));
+    // Resumed with a config that no longer names the shards: the record says where they are.
+    let mut later = tiny();
+    later.run.max_steps = 40;
+    later.training.learning_rate = 0.01;
+    let mut resumed = TrainingRun::resume(later, stopped.clone()).unwrap();
+    assert_eq!(resumed.trainer().step_count(), 15, "{:?}", resumed.skipped());
+    assert_eq!(resumed.run(None, &mut NoObserver).unwrap(), StopReason::Budget);
+    assert_eq!(resumed.pretrained().map(|p| p.steps), Some(40));
+    drop(resumed);
+    let (pa, va) = cannon_prior_and_value_of_start(&pretrained.checkpoints.join("ckpt-000001"));
+    let (pb, vb) = cannon_prior_and_value_of_start(&stopped.checkpoints.join("ckpt-000001"));
+    assert!((pa - pb).abs() < 1e-5, "resumed prior {pb} vs straight {pa}");
+    for k in 0..3 {
+        assert!((va[k] - vb[k]).abs() < 1e-5, "resumed {vb:?} vs straight {va:?}");
+    }
+
+    // Shards that changed under a stopped pretraining are refused, naming what changed.
+    let changed = RunPaths::under(&tmp.join("changed"));
+    let mut first = TrainingRun::create(config(5), changed.clone()).unwrap();
+    first.run(None, &mut NoObserver).unwrap();
+    drop(first);
+    fs::copy(shards.join("import-000000.npz"), shards.join("import-000001.npz")).unwrap();
+    let mut resumed = TrainingRun::resume(config(0), changed).unwrap();
+    match resumed.run(Some(1), &mut NoObserver) {
+        Err(e @ PipelineError::Pretrain { .. }) => {
+            assert!(e.to_string().contains("changed since"), "{e}")
+        }
+        other => panic!("changed shards accepted: {other:?}"),
+    }
+    let _ = fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn pretraining_refuses_missing_empty_and_other_game_shards() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-pretrain-bad-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(tmp.join("empty")).unwrap();
+    fs::create_dir_all(tmp.join("janggi")).unwrap();
+    fs::write(
+        tmp.join("janggi/j.npz"),
+        write_shard_to(
+            std::io::Cursor::new(Vec::new()),
+            &Shard::empty(xiangqi_search::GameKind::Janggi, 0),
+        )
+        .unwrap()
+        .into_inner(),
+    )
+    .unwrap();
+    for (dir, expected) in [
+        ("missing", "no such directory or file"),
+        ("empty", "holds no shard"),
+        ("janggi", "this run plays xiangqi"),
+    ] {
+        let mut c = tiny();
+        c.run.pretrain_shards = tmp.join(dir).to_str().unwrap().to_string();
+        let mut run =
+            TrainingRun::create(c, RunPaths::under(&tmp.join(format!("run-{dir}")))).unwrap();
+        match run.run(Some(1), &mut NoObserver) {
+            Err(e @ PipelineError::Pretrain { .. }) => {
+                assert!(e.to_string().contains(expected), "{dir}: {e}")
+            }
+            other => panic!("{dir}: accepted: {other:?}"),
+        }
+        assert_eq!(run.iteration(), 0);
+    }
+    let _ = fs::remove_dir_all(&tmp);
+}
