@@ -1,0 +1,176 @@
+//! The self-play phase of an iteration on the run's own threads, and its sample games in
+//! `games.pgn`.
+
+use super::*;
+
+pub(super) fn write_game_pgn<G: GameEnv>(
+    out: &mut Vec<u8>,
+    record: &GameRecord<G>,
+    iteration: u64,
+) -> io::Result<()> {
+    use std::io::Write as _;
+    writeln!(out, "[Iteration \"{iteration}\"]")?;
+    record.write_pgn(out)?;
+    writeln!(out)
+}
+
+pub(super) fn append(path: &Path, bytes: &[u8]) -> Result<(), PipelineError> {
+    use std::io::Write as _;
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|source| PipelineError::Io { what: "opening", path: path.into(), source })?;
+    f.write_all(bytes).map_err(|source| PipelineError::Io {
+        what: "writing",
+        path: path.into(),
+        source,
+    })
+}
+
+/// The games of one self-play phase ([`TrainingRun::play_iteration_games`]).
+pub(super) struct PlayedGames {
+    pub(super) shard: Shard,
+    pub(super) report: SelfPlayReport,
+    /// The games' resignation counts (from the games played out without resignation).
+    pub(super) resign_counts: ResignCalibration,
+    /// The PGN of the iteration's first games, for `games.pgn`.
+    pub(super) pgn: Vec<u8>,
+}
+
+impl TrainingRun {
+    /// Plays the iteration's games with the current network and writes its shard; `None` if
+    /// interrupted (the partial games are dropped).
+    pub(super) fn self_play(
+        &mut self,
+        iteration: u64,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<PlayedGames>, PipelineError> {
+        let Some(played) = self.play_iteration_games(iteration, observer, None)? else {
+            return Ok(None);
+        };
+        let path = shard_path(&self.paths, iteration);
+        if self.config.run.resign_target_false_positive > 0.0 {
+            // Before the shard: a resume that finds the shard finds its counts too.
+            write_resign_pending(&self.paths, iteration, &played.resign_counts)?;
+        }
+        write_shard(&path, &played.shard)
+            .map_err(|e| PipelineError::Shard { path: path.clone(), reason: shard_reason(&e) })?;
+        append(&self.paths.games_pgn, &played.pgn)?;
+        Ok(Some(played))
+    }
+
+    /// Plays the iteration's games with the current network (on `threads` threads, if given,
+    /// else `selfplay.threads`); `None` if interrupted. Returns the shard, the report, the
+    /// games' resignation counts and the PGN of the first games.
+    pub(super) fn play_iteration_games(
+        &mut self,
+        iteration: u64,
+        observer: &mut dyn Observer,
+        threads: Option<u32>,
+    ) -> Result<Option<PlayedGames>, PipelineError> {
+        match self.config.selfplay.game {
+            GameKind::Xiangqi => self.play_iteration_games_of::<Game>(iteration, observer, threads),
+            GameKind::Janggi => {
+                self.play_iteration_games_of::<janggi::Game>(iteration, observer, threads)
+            }
+        }
+    }
+
+    /// Refuses a shard of the run's directory that holds another game's samples: it would be
+    /// trained on as this game's. (A shard of the same game under another rule set is the
+    /// run's own history after a `--resume` that changed `selfplay.rules`: kept.)
+    pub(super) fn check_shard_game(&self, path: &Path, shard: &Shard) -> Result<(), PipelineError> {
+        let game = self.config.selfplay.game;
+        if shard.game == game {
+            return Ok(());
+        }
+        Err(PipelineError::Shard {
+            path: path.to_path_buf(),
+            reason: format!("it holds {} samples; this run plays {game}", shard.game),
+        })
+    }
+
+    /// The game's encoding.
+    pub(super) fn encoding(&self) -> Encoding {
+        Encoding::of_kind(self.config.selfplay.game)
+    }
+
+    /// The shard code of the run's rule set.
+    pub(super) fn rules_code(&self) -> Result<u8, PipelineError> {
+        let sp = &self.config.selfplay;
+        Ok(match sp.game {
+            GameKind::Xiangqi => Game::rules_code(sp.rules_for::<Game>()?),
+            GameKind::Janggi => janggi::Game::rules_code(sp.rules_for::<janggi::Game>()?),
+        })
+    }
+
+    /// [`TrainingRun::play_iteration_games`] for the run's game `G`.
+    pub(super) fn play_iteration_games_of<G: GameEnv>(
+        &mut self,
+        iteration: u64,
+        observer: &mut dyn Observer,
+        threads: Option<u32>,
+    ) -> Result<Option<PlayedGames>, PipelineError> {
+        let net = self.trainer.inference_net(&self.device)?;
+        let mut evaluator = NnEvaluator::new(net);
+        let mut selfplay = self.config.selfplay.clone();
+        selfplay.seed = derive_seed(self.config.run.seed, 1, iteration);
+        if let Some(t) = threads {
+            selfplay.threads = t;
+        }
+        let generation = u32::try_from(self.iteration).unwrap_or(u32::MAX - 1);
+        let tuning = self.config.run.resign_target_false_positive > 0.0;
+        selfplay.resign_threshold = self.resign_threshold();
+        let threshold = selfplay.resign_threshold;
+        // This iteration's games alone; merged into the run's counts by the caller.
+        let mut calibration = ResignCalibration::new(RESIGN_CALIBRATION_CAPACITY);
+        let mut shard = Shard::new::<G>(selfplay.rules_for::<G>()?);
+        let mut pgn = Vec::new();
+        let mut plies = 0u64;
+        let keep_pgn = self.config.run.pgn_games_per_iteration;
+        let started = Instant::now();
+        let mut games = 0u64;
+        let result = play_games::<G, _, _>(
+            &self.config.search,
+            &selfplay,
+            self.config.run.games_per_iteration,
+            &mut evaluator,
+            |event| {
+                match event {
+                    SelfPlayEvent::GameFinished(record, stats) => {
+                        shard.push_game(record, generation);
+                        if tuning {
+                            calibration.add_game(record, threshold);
+                        }
+                        plies += record.moves.len() as u64;
+                        games += 1;
+                        if (games as usize) <= keep_pgn {
+                            write_game_pgn(&mut pgn, record, iteration)?;
+                        }
+                        observer.selfplay_progress(stats);
+                    }
+                    SelfPlayEvent::Progress(stats) => observer.selfplay_progress(stats),
+                }
+                if observer.should_stop() { Err("interrupted".into()) } else { Ok(()) }
+            },
+        );
+        let stats = match result {
+            Ok(stats) => stats,
+            Err(_) if observer.should_stop() => return Ok(None),
+            Err(e) => return Err(PipelineError::SelfPlay(e.to_string())),
+        };
+        let report = SelfPlayReport {
+            games,
+            samples: shard.len(),
+            plies,
+            stats,
+            elapsed: started.elapsed(),
+            resign_threshold: Some(threshold),
+        };
+        Ok(Some(PlayedGames { shard, report, resign_counts: calibration, pgn }))
+    }
+}
