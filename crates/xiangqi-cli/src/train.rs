@@ -139,11 +139,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     // A new run's pretraining shards must be there before the run directory is made.
     let pretrain = Path::new(&config.run.pretrain_shards);
-    if !args.resume && !config.run.pretrain_shards.is_empty() && !pretrain.exists() {
-        anyhow::bail!(
-            "pretraining shards {}: no such directory or file (loop.pretrain_shards or --pretrain)",
-            pretrain.display()
-        );
+    if !args.resume && !config.run.pretrain_shards.is_empty() {
+        if !pretrain.exists() {
+            anyhow::bail!(
+                "pretraining shards {}: no such directory or file (loop.pretrain_shards or --pretrain)",
+                pretrain.display()
+            );
+        }
+        // Kept absolute in the run's config and its checkpoints, so that a resume from another
+        // directory finds the shards.
+        let absolute = fs::canonicalize(pretrain)
+            .with_context(|| format!("pretraining shards {}", pretrain.display()))?;
+        if let Some(text) = absolute.to_str() {
+            config.run.pretrain_shards = text.to_string();
+        }
     }
     // The device is checked before anything is written.
     let device = crate::net::device(&config.run.device)?;

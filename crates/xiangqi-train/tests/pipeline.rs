@@ -461,10 +461,14 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
     assert_eq!((record.shards, record.games, record.samples), (1, 2, 8));
     assert_eq!((record.steps, record.planned_steps), (40, 40));
     drop(run);
-    // The initial net stays unpretrained; the iteration's checkpoint carries the record.
+    // The initial net stays unpretrained, with the planned pretraining recorded (no step
+    // taken); the iteration's checkpoint carries the record of the finished one.
     let initial =
         checkpoint::read_manifest(&straight.checkpoints.join("ckpt-000000"), None).unwrap();
-    assert_eq!((initial.step, initial.pretrained), (0, None));
+    assert_eq!(initial.step, 0);
+    let planned = initial.pretrained.unwrap();
+    assert_eq!((planned.steps, planned.planned_steps), (0, 40));
+    assert_eq!(planned.fingerprint, record.fingerprint);
     let after = checkpoint::read_manifest(&straight.checkpoints.join("ckpt-000001"), None).unwrap();
     assert_eq!(after.pretrained.as_ref(), Some(&record));
 
@@ -503,11 +507,42 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
         assert!((va[k] - vb[k]).abs() < 1e-5, "resumed {vb:?} vs straight {va:?}");
     }
 
+    // Stopped before its first step (killed after the run was created): a resume with a config
+    // that names no shards still pretrains, from the record in `ckpt-000000`.
+    let early = RunPaths::under(&tmp.join("early"));
+    drop(TrainingRun::create(config(40), early.clone()).unwrap());
+    let mut later = tiny();
+    later.run.max_steps = 40;
+    later.training.learning_rate = 0.01;
+    let mut resumed = TrainingRun::resume(later, early.clone()).unwrap();
+    assert_eq!(resumed.run(None, &mut NoObserver).unwrap(), StopReason::Budget);
+    assert_eq!(resumed.pretrained().map(|p| (p.steps, p.planned_steps)), Some((40, 40)));
+    drop(resumed);
+    let (pe, _) = cannon_prior_and_value_of_start(&early.checkpoints.join("ckpt-000001"));
+    assert!((pe - pa).abs() < 1e-5, "pretrained after an early kill {pe} vs straight {pa}");
+
     // Shards that changed under a stopped pretraining are refused, naming what changed.
     let changed = RunPaths::under(&tmp.join("changed"));
     let mut first = TrainingRun::create(config(5), changed.clone()).unwrap();
     first.run(None, &mut NoObserver).unwrap();
     drop(first);
+    // The same names and sample counts, another content (what `xqz label` writes): refused.
+    let original = fs::read(shards.join("import-000000.npz")).unwrap();
+    let mut relabelled = shard.clone();
+    relabelled.root_value[0] = 0.25;
+    fs::write(
+        shards.join("import-000000.npz"),
+        write_shard_to(std::io::Cursor::new(Vec::new()), &relabelled).unwrap().into_inner(),
+    )
+    .unwrap();
+    let mut resumed = TrainingRun::resume(config(0), changed.clone()).unwrap();
+    match resumed.run(Some(1), &mut NoObserver) {
+        Err(e @ PipelineError::Pretrain { .. }) => {
+            assert!(e.to_string().contains("changed since"), "{e}")
+        }
+        other => panic!("relabelled shards accepted: {other:?}"),
+    }
+    fs::write(shards.join("import-000000.npz"), original).unwrap();
     fs::copy(shards.join("import-000000.npz"), shards.join("import-000001.npz")).unwrap();
     let mut resumed = TrainingRun::resume(config(0), changed).unwrap();
     match resumed.run(Some(1), &mut NoObserver) {
@@ -543,15 +578,16 @@ fn pretraining_refuses_missing_empty_and_other_game_shards() {
     ] {
         let mut c = tiny();
         c.run.pretrain_shards = tmp.join(dir).to_str().unwrap().to_string();
-        let mut run =
-            TrainingRun::create(c, RunPaths::under(&tmp.join(format!("run-{dir}")))).unwrap();
-        match run.run(Some(1), &mut NoObserver) {
+        // Refused when the run is created, before it writes a checkpoint.
+        let paths = RunPaths::under(&tmp.join(format!("run-{dir}")));
+        match TrainingRun::create(c, paths.clone()) {
             Err(e @ PipelineError::Pretrain { .. }) => {
                 assert!(e.to_string().contains(expected), "{dir}: {e}")
             }
-            other => panic!("{dir}: accepted: {other:?}"),
+            Err(e) => panic!("{dir}: {e}"),
+            Ok(_) => panic!("{dir}: accepted"),
         }
-        assert_eq!(run.iteration(), 0);
+        assert!(list_checkpoints(&paths.checkpoints).unwrap_or_default().is_empty(), "{dir}");
     }
     let _ = fs::remove_dir_all(&tmp);
 }

@@ -229,6 +229,9 @@ pub struct TrainingRun {
     /// The pretraining done or under way ([`LoopConfig::pretrain_shards`]), as the checkpoints
     /// record it.
     pretrained: Option<checkpoint::Pretraining>,
+    /// The pretraining shards read when the run was created (checked before anything is
+    /// written), for its first `run`.
+    pretrain_set: Option<pretrain::PretrainSet>,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -282,6 +285,20 @@ impl TrainingRun {
         if !shards.is_empty() {
             return Err(PipelineError::RunExists(paths.shards.clone()));
         }
+        // Unusable pretraining shards stop the run before it writes anything.
+        let mut pretrain_warnings = Vec::new();
+        let pretrain_set = if config.run.pretrain_shards.is_empty() {
+            None
+        } else {
+            Some(pretrain::read_pretrain_set(
+                &config.run.pretrain_shards,
+                config.selfplay.game,
+                config.run.train_ratio,
+                config.run.batch_size,
+                config.run.pretrain_steps,
+                &mut pretrain_warnings,
+            )?)
+        };
         for dir in [&paths.shards, &paths.checkpoints] {
             fs::create_dir_all(dir).map_err(|source| PipelineError::Io {
                 what: "creating",
@@ -318,8 +335,12 @@ impl TrainingRun {
             cursor: ShardCursor::default(),
             told_waiting: false,
             told_skipped: Default::default(),
-            pretrained: None,
+            pretrained: pretrain_set.as_ref().map(|set| set.record.clone()),
+            pretrain_set,
         };
+        run.pending_warnings.extend(pretrain_warnings);
+        // `ckpt-000000` records the planned pretraining, so that a resume with another config
+        // file still pretrains.
         run.save_checkpoint()?;
         Ok(run)
     }
@@ -391,6 +412,7 @@ impl TrainingRun {
                         told_waiting: false,
                         told_skipped: Default::default(),
                         pretrained: manifest.pretrained.clone(),
+                        pretrain_set: None,
                     };
                     run.restore_resign_calibration(&manifest.counters);
                     run.rebuild_window()?;

@@ -10,13 +10,13 @@
 //! first on, and its fingerprint is checked when a stopped pretraining resumes.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xiangqi_nn::checkpoint::Pretraining;
 use xiangqi_nn::train::{StepMetrics, TrainBatch};
-use xiangqi_search::{Shard, list_shards, read_shard};
+use xiangqi_search::{Shard, list_shards, read_shard_from};
 
 use super::{
     MAX_WINDOW_SAMPLES, Observer, PipelineError, ReplayWindow, StopReason, TrainingRun,
@@ -26,6 +26,9 @@ use super::{
 /// Salt of the pretraining mini-batches' seeds ([`derive_seed`]; self-play uses 1, training 2,
 /// the arena 3, run ids 4).
 const PRETRAIN_SALT: u64 = 5;
+
+/// How often a long pretraining writes a checkpoint.
+const SAVE_EVERY: Duration = Duration::from_secs(600);
 
 /// What a finished (or stopped) pretraining did, for the observer.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,8 +47,8 @@ pub struct PretrainReport {
 
 /// The shards of a pretraining, read.
 pub(super) struct PretrainSet {
-    window: ReplayWindow,
-    record: Pretraining,
+    pub(super) window: ReplayWindow,
+    pub(super) record: Pretraining,
 }
 
 /// FNV-1a 64 over `bytes`, continuing from `h`.
@@ -57,7 +60,8 @@ fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-/// Reads the pretraining shards at `source` (a directory of `*.npz` or one shard file).
+/// Reads the pretraining shards at `source` (a directory of `*.npz` or one shard file); the
+/// fingerprint hashes their names and contents.
 /// Unreadable shards are passed over, each named in `warnings`; shards of another game are
 /// refused.
 ///
@@ -88,7 +92,17 @@ pub(super) fn read_pretrain_set(
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     let (mut shards, mut games) = (0u64, 0u64);
     for file in &files {
-        let shard: Shard = match read_shard(file) {
+        let bytes = match std::fs::read(file) {
+            Ok(b) => b,
+            Err(e) => {
+                warnings.push(format!(
+                    "pretraining: {} cannot be read ({e}) and is left out",
+                    file.display()
+                ));
+                continue;
+            }
+        };
+        let shard: Shard = match read_shard_from(std::io::Cursor::new(&bytes)) {
             Ok(s) => s,
             Err(e) => {
                 warnings.push(format!(
@@ -113,7 +127,8 @@ pub(super) fn read_pretrain_set(
         }
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         h = fnv1a(h, name.as_bytes());
-        h = fnv1a(h, &(shard.len() as u64).to_le_bytes());
+        h = fnv1a(h, &(bytes.len() as u64).to_le_bytes());
+        h = fnv1a(h, &bytes);
         shards += 1;
         games += shard.games().len() as u64;
         window.push(shards, shard, usize::MAX);
@@ -176,8 +191,9 @@ impl TrainingRun {
             let recorded = self.pretrained.as_ref().map(|p| p.source.as_str());
             if recorded != Some(source.as_str()) {
                 observer.warning(&format!(
-                    "loop.pretrain_shards ('{source}') is not used: pretraining comes before the \
-                     first iteration, and this run is past it ({})",
+                    "the pretraining shards '{source}' (loop.pretrain_shards, --pretrain) are not \
+                     used: pretraining comes before the first iteration, and this run is past it \
+                     ({})",
                     match recorded {
                         Some(s) => format!("it was pretrained on '{s}'"),
                         None => "it was not pretrained".to_string(),
@@ -186,20 +202,29 @@ impl TrainingRun {
             }
             return Ok(None);
         }
-        let mut warnings = Vec::new();
-        let set = read_pretrain_set(
-            &source,
-            self.config.selfplay.game,
-            r.train_ratio,
-            r.batch_size,
-            r.pretrain_steps,
-            &mut warnings,
-        );
-        for w in warnings {
-            observer.warning(&w);
-        }
+        // Read when the run was created, or read now (a resume).
+        let set = match self.pretrain_set.take() {
+            Some(set) if set.record.source == source => Ok(set),
+            _ => {
+                let mut warnings = Vec::new();
+                let set = read_pretrain_set(
+                    &source,
+                    self.config.selfplay.game,
+                    r.train_ratio,
+                    r.batch_size,
+                    r.pretrain_steps,
+                    &mut warnings,
+                );
+                for w in warnings {
+                    observer.warning(&w);
+                }
+                set
+            }
+        };
         let PretrainSet { window, mut record } = set?;
-        if let Some(before) = &self.pretrained {
+        if let Some(before) = &self.pretrained
+            && before.steps > 0
+        {
             // A stopped pretraining goes on only with the shards it began with.
             if before.fingerprint != record.fingerprint || before.samples != record.samples {
                 return Err(PipelineError::Pretrain {
@@ -212,8 +237,22 @@ impl TrainingRun {
                     ),
                 });
             }
-            record.planned_steps = before.planned_steps;
+            // A step count given again (`--pretrain-steps`) replaces the recorded plan.
+            record.planned_steps =
+                if r.pretrain_steps > 0 { r.pretrain_steps } else { before.planned_steps };
             record.steps = before.steps;
+        } else if let Some(before) = &self.pretrained
+            && r.pretrain_steps == 0
+        {
+            // Recorded when the run was created, no step taken yet: its plan stands.
+            record.planned_steps = before.planned_steps;
+        }
+        if r.max_steps > 0 && r.max_steps < record.planned_steps {
+            observer.warning(&format!(
+                "loop.max_steps ({}) ends the run inside its pretraining ({} steps): no \
+                 self-play will follow",
+                r.max_steps, record.planned_steps
+            ));
         }
         self.pretrained = Some(record.clone());
         observer.pretrain_started(&record);
@@ -228,7 +267,13 @@ impl TrainingRun {
         let mut sums = StepMetrics::default();
         let mut taken = 0u64;
         let mut stop = None;
+        let mut saved = Instant::now();
         while record.steps < record.planned_steps {
+            // A kill loses at most ten minutes of pretraining.
+            if saved.elapsed() >= SAVE_EVERY && taken > 0 {
+                self.save_checkpoint()?;
+                saved = Instant::now();
+            }
             if observer.should_stop() {
                 stop = Some(StopReason::Interrupted);
                 break;
