@@ -714,6 +714,7 @@ impl TrainingRun {
         let mut sums = StepMetrics::default();
         let mut taken = 0u64;
         let mut batch = TrainBatch::for_encoding(self.encoding(), r.batch_size);
+        let targets = ValueTargets::of(r);
         while self.steps_in_iteration < planned {
             if observer.should_stop() {
                 if taken > 0 {
@@ -721,15 +722,10 @@ impl TrainingRun {
                 }
                 return Ok(None);
             }
-            let step = self.trainer.step_count();
-            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(r.seed, 2, step));
-            batch.clear();
-            for _ in 0..r.batch_size {
-                let (shard, i) = self.window.locate(rng.random_range(0..self.window.samples));
-                push_sample(&mut batch, shard, i, &ValueTargets::of(r)).map_err(|reason| {
-                    PipelineError::Shard { path: self.paths.shards.clone(), reason }
-                })?;
-            }
+            let seed = derive_seed(r.seed, 2, self.trainer.step_count());
+            self.window.fill_batch(&mut batch, r.batch_size, seed, &targets).map_err(|reason| {
+                PipelineError::Shard { path: self.paths.shards.clone(), reason }
+            })?;
             let m = self.trainer.step(&batch)?;
             observer.step(&m);
             accumulate(&mut sums, &m);

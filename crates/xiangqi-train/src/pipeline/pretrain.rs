@@ -12,15 +12,13 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use xiangqi_nn::checkpoint::Pretraining;
 use xiangqi_nn::train::{StepMetrics, TrainBatch};
 use xiangqi_search::{Shard, list_shards, read_shard_from};
 
 use super::{
     MAX_WINDOW_SAMPLES, Observer, PipelineError, ReplayWindow, StopReason, TrainingRun,
-    ValueTargets, accumulate, derive_seed, mean, push_sample, shard_reason,
+    ValueTargets, accumulate, derive_seed, mean, shard_reason,
 };
 
 /// Salt of the pretraining mini-batches' seeds ([`derive_seed`]; self-play uses 1, training 2,
@@ -254,8 +252,9 @@ impl TrainingRun {
                 r.max_steps, record.planned_steps
             ));
         }
-        self.pretrained = Some(record.clone());
         observer.pretrain_started(&record);
+        let (mut done, planned) = (record.steps, record.planned_steps);
+        self.pretrained = Some(record.clone());
         let targets = ValueTargets {
             q_weight: r.pretrain_value_q_weight as f32,
             material_weight: 0.0,
@@ -268,7 +267,7 @@ impl TrainingRun {
         let mut taken = 0u64;
         let mut stop = None;
         let mut saved = Instant::now();
-        while record.steps < record.planned_steps {
+        while done < planned {
             // A kill loses at most ten minutes of pretraining.
             if saved.elapsed() >= SAVE_EVERY && taken > 0 {
                 self.save_checkpoint()?;
@@ -282,28 +281,26 @@ impl TrainingRun {
                 stop = Some(StopReason::Budget);
                 break;
             }
-            let mut rng =
-                ChaCha8Rng::seed_from_u64(derive_seed(r.seed, PRETRAIN_SALT, record.steps));
-            batch.clear();
-            for _ in 0..r.batch_size {
-                let (shard, i) = window.locate(rng.random_range(0..window.samples));
-                push_sample(&mut batch, shard, i, &targets).map_err(|reason| {
-                    PipelineError::Pretrain { path: Path::new(&source).into(), reason }
-                })?;
-            }
+            let seed = derive_seed(r.seed, PRETRAIN_SALT, done);
+            window.fill_batch(&mut batch, r.batch_size, seed, &targets).map_err(|reason| {
+                PipelineError::Pretrain { path: Path::new(&source).into(), reason }
+            })?;
             let m = self.trainer.step(&batch)?;
             observer.step(&m);
             accumulate(&mut sums, &m);
             taken += 1;
-            record.steps += 1;
-            self.pretrained = Some(record.clone());
+            done += 1;
+            if let Some(p) = self.pretrained.as_mut() {
+                p.steps = done;
+            }
         }
         let secs = started.elapsed().as_secs_f64();
         if taken > 0 {
             self.save_checkpoint()?;
         }
+        record.steps = done;
         observer.pretrained(&PretrainReport {
-            finished: record.steps >= record.planned_steps,
+            finished: done >= planned,
             record,
             mean: mean(&sums, taken),
             steps: taken,

@@ -34,6 +34,27 @@ impl ReplayWindow {
         }
         unreachable!("sample index beyond the window")
     }
+
+    /// Refills `batch` with its capacity of samples drawn uniformly from the window by a
+    /// generator seeded with `seed` (a mini-batch of training or of pretraining).
+    ///
+    /// # Errors
+    /// A damaged sample, with its index.
+    pub(super) fn fill_batch(
+        &self,
+        batch: &mut TrainBatch,
+        size: usize,
+        seed: u64,
+        targets: &ValueTargets,
+    ) -> Result<(), String> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        batch.clear();
+        for _ in 0..size {
+            let (shard, i) = self.locate(rng.random_range(0..self.samples));
+            push_sample(batch, shard, i, targets)?;
+        }
+        Ok(())
+    }
 }
 
 impl TrainingRun {
