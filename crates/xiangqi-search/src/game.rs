@@ -29,7 +29,7 @@ use xiangqi::{Color, Game, Move, MoveList, Outcome, janggi};
 /// # Value perspective
 /// [`SearchGame::terminal_value`] is in `[-1, 1]` from the point of view of the side to move:
 /// `-1` when the side to move has lost, `0` for a draw, `+1` when it has won.
-pub trait SearchGame: Clone + Send + Sync {
+pub trait SearchGame: Clone + Send + Sync + 'static {
     /// A move; compact and copyable.
     type Move: Copy + Eq + Send + Sync + fmt::Debug + 'static;
 

@@ -32,6 +32,7 @@
 
 pub mod arena;
 pub mod config;
+pub mod driver;
 pub mod eval;
 pub mod game;
 pub mod import;
@@ -45,6 +46,7 @@ pub mod tactics;
 pub mod tree;
 
 pub use config::{Algorithm, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig, WinCheck};
+pub use driver::{BatchCounters, Lane, Lockstep, drive_search};
 pub use eval::{EvalBuffer, EvalLog, EvalRequest, Evaluator, ScriptedEvaluator, UniformEvaluator};
 pub use game::{Encoding, GameEnv, GameKind, ParseGameKindError, SearchGame};
 pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn_moves};

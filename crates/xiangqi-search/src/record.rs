@@ -72,11 +72,21 @@ pub struct GameRecord<G: GameEnv = xiangqi::Game> {
     /// In a game with resignation disabled: the first side whose value fell below the
     /// threshold, which would have resigned.
     pub would_have_resigned: Option<Color>,
-    /// For Red and Black (by [`Color::index`]): the lowest value of the best move among the
-    /// side's searches, for that side, in `[-1, 1]`; `1.0` for a side that searched no move
-    /// (and in arena games). The side would have resigned under any threshold above it (see
-    /// [`crate::resign`]).
+    /// For the first and the second player (by [`Color::index`]): the lowest value of the
+    /// best move among the side's searches, for that side, in `[-1, 1]`; `1.0` for a side
+    /// that searched no move (and in arena games). The side would have resigned under any
+    /// threshold above it (see [`crate::resign`]).
     pub lowest_value: [f32; 2],
+    /// The final position's material balance, first player's minus second's, in half-pawns
+    /// ([`GameEnv::material_half_pawns`]), measured where the game was played (self-play, the
+    /// arena, an import); `None` when it was not, and then [`GameRecord::final_material`]
+    /// replays the moves to find it.
+    pub final_material: Option<i16>,
+}
+
+/// The material balance of `game`'s position, first player's minus second's, in half-pawns.
+pub(crate) fn material_of<G: GameEnv>(game: &G) -> i16 {
+    G::material_half_pawns(&game.plane_inputs().board)
 }
 
 impl<G: GameEnv> PartialEq for GameRecord<G> {
@@ -90,6 +100,7 @@ impl<G: GameEnv> PartialEq for GameRecord<G> {
             && self.resign_disabled == other.resign_disabled
             && self.would_have_resigned == other.would_have_resigned
             && self.lowest_value == other.lowest_value
+            && self.final_material == other.final_material
     }
 }
 
@@ -101,6 +112,20 @@ impl<G: GameEnv> GameRecord<G> {
             Some(_) => -1,
             None => 0,
         }
+    }
+
+    /// The final position's material balance, first player's minus second's, in half-pawns:
+    /// the measured one, or else found by playing the moves from the start (`None` if one of
+    /// them is not legal there: a damaged record).
+    pub fn final_material(&self) -> Option<i16> {
+        if let Some(m) = self.final_material {
+            return Some(m);
+        }
+        let mut last = G::new_game(self.start.clone(), self.rules);
+        for &m in &self.moves {
+            last.play_checked(m).ok()?;
+        }
+        Some(material_of(&last))
     }
 
     /// Whether this game shows a false positive of resignation: resignation was disabled, a

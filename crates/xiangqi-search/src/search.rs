@@ -352,17 +352,8 @@ impl<G: SearchGame> Search<G> {
         buffer: &mut EvalBuffer,
     ) -> Result<SearchResult<G::Move>, E::Error> {
         self.start(simulations, noise, rng);
-        let max = self.config.virtual_loss_batch as usize;
-        let mut spare: Vec<EvalRequest<'_, G>> = Vec::new();
-        while !self.is_done() {
-            self.gather(max);
-            let mut requests = crate::eval::recycle(spare);
-            self.requests(&mut requests);
-            buffer.prepare(&requests);
-            evaluator.evaluate(&requests, buffer)?;
-            spare = crate::eval::recycle(requests);
-            self.apply(buffer, 0);
-        }
+        let batch = self.config.virtual_loss_batch as usize;
+        crate::driver::drive_search(self, evaluator, buffer, batch, |_| false)?;
         Ok(self.result())
     }
 
@@ -495,6 +486,22 @@ impl<G: SearchGame> Search<G> {
         self.root_noised = false;
         self.target = 0;
         self.completed = 0;
+    }
+
+    /// A search of `game`: `spare` (the finished search of an earlier game or move) started
+    /// again from it with its allocations kept, or a new search with `config` when there is
+    /// none. Self-play and the batched arena keep one spare per game slot this way.
+    ///
+    /// # Panics
+    /// If `spare` has leaves pending.
+    pub fn renewed(spare: Option<Search<G>>, game: G, config: &SearchConfig) -> Search<G> {
+        match spare {
+            Some(mut s) => {
+                s.reset(game);
+                s
+            }
+            None => Search::new(game, config.clone()),
+        }
     }
 
     /// Starts again from `game`, keeping the allocations.

@@ -38,14 +38,14 @@ use std::time::{Duration, Instant};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rayon::prelude::*;
 use thiserror::Error;
 use xiangqi::{Color, Outcome, OutcomeReason};
 
 use crate::config::{ConfigError, SearchConfig, SelfPlayConfig};
-use crate::eval::{EvalBuffer, EvalRequest, Evaluator, recycle};
+use crate::driver::{Lane, Lockstep, evaluate_while_advancing};
+use crate::eval::Evaluator;
 use crate::game::{GameEnv, SearchGame};
-use crate::record::{GameRecord, SampleTarget};
+use crate::record::{GameRecord, SampleTarget, material_of};
 use crate::search::Search;
 
 /// A boxed error from the caller's event handler.
@@ -84,7 +84,8 @@ pub struct SelfPlayStats {
     pub resign_false_positives: u64,
     /// Finished games by outcome reason, indexed by [`OutcomeReason::index`].
     pub reasons: [u64; OutcomeReason::ALL.len()],
-    /// Finished games won by Red, drawn, won by Black.
+    /// Finished games won by the first player (xiangqi's Red, janggi's Cho), drawn, and won
+    /// by the second.
     pub results: [u64; 3],
 }
 
@@ -193,25 +194,25 @@ struct Running<G: GameEnv> {
     lowest_value: [f32; 2],
 }
 
-struct Slot<G: GameEnv> {
+/// A place for one game at a time: the game being played, the search of its last game (kept
+/// for the allocations), and what it did since the pool last looked.
+struct Slot<'s, G: GameEnv> {
+    settings: &'s Settings<G>,
     run: Option<Running<G>>,
     spare: Option<Search<G>>,
     finished: Option<GameRecord<G>>,
-    quota: usize,
-    offset: usize,
     simulations: u64,
     moves: u64,
     full_searches: u64,
 }
 
-impl<G: GameEnv> Default for Slot<G> {
-    fn default() -> Self {
+impl<'s, G: GameEnv> Slot<'s, G> {
+    fn new(settings: &'s Settings<G>) -> Slot<'s, G> {
         Slot {
+            settings,
             run: None,
             spare: None,
             finished: None,
-            quota: 0,
-            offset: 0,
             simulations: 0,
             moves: 0,
             full_searches: 0,
@@ -235,13 +236,7 @@ impl<G: GameEnv> Running<G> {
             game.play(m);
         }
         let resign_disabled = rng.random::<f32>() < sp.resign_disabled_fraction;
-        let search = match spare {
-            Some(mut s) => {
-                s.reset(game.clone());
-                s
-            }
-            None => Search::new(game.clone(), settings.search.clone()),
-        };
+        let search = Search::renewed(spare, game.clone(), &settings.search);
         Running {
             game_id,
             game,
@@ -319,97 +314,66 @@ impl<G: GameEnv> Running<G> {
             resign_disabled: self.resign_disabled,
             would_have_resigned: self.would_have_resigned,
             lowest_value: self.lowest_value,
+            final_material: Some(material_of(&self.game)),
         };
         (record, self.search)
     }
 }
 
-impl<G: GameEnv> Slot<G> {
-    /// Applies this slot's evaluations (if `evals`), plays finished moves, and selects up to
-    /// `quota` new leaves.
-    fn process(&mut self, evals: Option<&EvalBuffer>, settings: &Settings<G>) {
+impl<G: GameEnv> Lane<G> for Slot<'_, G> {
+    fn search(&self) -> Option<&Search<G>> {
+        self.run.as_ref().map(|r| &r.search)
+    }
+
+    fn search_mut(&mut self) -> Option<&mut Search<G>> {
+        self.run.as_mut().map(|r| &mut r.search)
+    }
+
+    fn leaves_wanted(&self) -> usize {
+        if self.run.is_some() { self.settings.search.virtual_loss_batch as usize } else { 0 }
+    }
+
+    /// Plays the moves whose searches are done (recording them, starting the next search,
+    /// ending the game), then selects up to `quota` new leaves.
+    fn advance(&mut self, quota: usize) {
+        let settings = self.settings;
         let Some(run) = self.run.as_mut() else { return };
-        if run.search.num_pending() > 0 {
-            match evals {
-                Some(buf) => {
-                    run.search.apply(buf, self.offset);
-                }
-                None => return,
-            }
-        }
         loop {
             if run.search.is_done() {
                 self.simulations += u64::from(run.search.completed());
                 self.moves += 1;
                 self.full_searches += u64::from(run.full);
                 if !(run.play_searched_move(settings) && run.start_search(settings)) {
-                    self.finish(settings);
+                    self.finish();
                     return;
                 }
                 continue;
             }
-            if self.quota == 0 {
+            if quota == 0 {
                 return;
             }
-            run.search.gather(self.quota);
+            run.search.gather(quota);
             if run.search.num_pending() > 0 || !run.search.is_done() {
                 return;
             }
         }
     }
+}
 
-    fn finish(&mut self, settings: &Settings<G>) {
+impl<G: GameEnv> Slot<'_, G> {
+    fn finish(&mut self) {
         if let Some(run) = self.run.take() {
-            let (record, search) = run.into_record(settings);
+            let (record, search) = run.into_record(self.settings);
             self.finished = Some(record);
             self.spare = Some(search);
         }
     }
 }
 
-struct Group<G: GameEnv> {
-    slots: Vec<Slot<G>>,
-    buffer: EvalBuffer,
-    has_results: bool,
-    rotation: usize,
-}
-
-impl<G: GameEnv> Group<G> {
-    /// Gives each game a leaf quota (`virtual_loss_batch` each, `max_batch` in all), starting
-    /// from a rotating slot so that every game is served when the batch cannot hold them all.
-    fn assign_quotas(&mut self, settings: &Settings<G>) {
-        let n = self.slots.len();
-        let mut budget = settings.selfplay.max_batch as usize;
-        let per_game = settings.search.virtual_loss_batch as usize;
-        for slot in &mut self.slots {
-            slot.quota = 0;
-        }
-        for k in 0..n {
-            let slot = &mut self.slots[(self.rotation + k) % n];
-            if slot.run.is_none() {
-                continue;
-            }
-            let q = per_game.min(budget);
-            slot.quota = q;
-            budget -= q;
-        }
-        self.rotation = (self.rotation + 1) % n.max(1);
-    }
-
-    fn process(&mut self, settings: &Settings<G>) {
-        let evals = self.has_results.then_some(&self.buffer);
-        self.slots.par_iter_mut().for_each(|slot| slot.process(evals, settings));
-        self.has_results = false;
-    }
-
-    fn set_offsets(&mut self) -> usize {
-        let mut offset = 0;
-        for slot in &mut self.slots {
-            slot.offset = offset;
-            offset += slot.run.as_ref().map_or(0, |r| r.search.num_pending());
-        }
-        offset
-    }
+/// Half of the games in flight: evaluated while the other half's trees are worked on.
+struct Group<'s, G: GameEnv> {
+    slots: Vec<Slot<'s, G>>,
+    driver: Lockstep<G>,
 }
 
 /// Plays `games` self-play games with `evaluator` and reports each finished game (and progress)
@@ -472,69 +436,44 @@ where
     } else {
         vec![in_flight]
     };
-    let mut groups: Vec<Group<G>> = sizes
+    let max_batch = selfplay.max_batch as usize;
+    let mut groups: Vec<Group<'_, G>> = sizes
         .iter()
         .map(|&n| Group {
-            slots: (0..n).map(|_| Slot::default()).collect(),
-            buffer: EvalBuffer::new(),
-            has_results: false,
-            rotation: 0,
+            slots: (0..n).map(|_| Slot::new(&settings)).collect(),
+            driver: Lockstep::new(1, max_batch),
         })
         .collect();
     // Start the first games, group by group, slot by slot.
     for g in &mut groups {
         start_games(g, &settings, games, &mut stats);
     }
-    let mut spare: Vec<EvalRequest<'_, G>> = Vec::new();
     let mut turn = 0;
     while stats.games_finished < games {
-        let (eval_group, cpu_group) = match groups.as_mut_slice() {
-            [a] => (a, None),
-            [a, b] if turn == 0 => (a, Some(b)),
-            [a, b] => (b, Some(a)),
+        // Evaluate one group while the other (if there are two) works on its trees.
+        let evaluated = match groups.as_mut_slice() {
+            [a] => a.driver.evaluate(&a.slots, |_, r, out| evaluator.evaluate(r, out)),
+            [a, b] => {
+                let (eval, work) = if turn == 0 { (a, b) } else { (b, a) };
+                evaluate_while_advancing(
+                    &pool,
+                    &mut eval.driver,
+                    &eval.slots,
+                    &mut work.driver,
+                    &mut work.slots,
+                    evaluator,
+                )
+            }
             _ => unreachable!("one or two groups"),
-        };
-        eval_group.set_offsets();
-        let Group { slots, buffer, has_results, .. } = eval_group;
-        let mut requests = recycle(spare);
-        for slot in slots.iter() {
-            if let Some(run) = &slot.run {
-                run.search.requests(&mut requests);
-            }
         }
-        let mut eval_result = Ok(());
-        let mut eval_elapsed = Duration::ZERO;
-        let mut evaluate = |requests: &[EvalRequest<'_, G>], buffer: &mut EvalBuffer| {
-            if !requests.is_empty() {
-                buffer.prepare(requests);
-                let t = Instant::now();
-                eval_result = evaluator.evaluate(requests, buffer);
-                eval_elapsed = t.elapsed();
-            }
-        };
-        match cpu_group {
-            Some(cpu) => {
-                cpu.assign_quotas(&settings);
-                pool.in_place_scope(|s| {
-                    s.spawn(|_| cpu.process(&settings));
-                    evaluate(&requests, buffer);
-                });
-            }
-            None => evaluate(&requests, buffer),
-        }
-        eval_result.map_err(SelfPlayError::Evaluator)?;
-        *has_results = !requests.is_empty();
-        if !requests.is_empty() {
-            stats.batches += 1;
-            stats.evaluations += requests.len() as u64;
-            stats.eval_time += eval_elapsed;
-        }
-        spare = recycle(requests);
-        // A single group has no partner to overlap with: process it now.
+        .map_err(SelfPlayError::Evaluator)?;
+        stats.batches += evaluated.batches;
+        stats.evaluations += evaluated.evaluations;
+        stats.eval_time += evaluated.time;
         let processed = match groups.as_mut_slice() {
+            // A single group has no partner to overlap with: process it now.
             [a] => {
-                a.assign_quotas(&settings);
-                pool.install(|| a.process(&settings));
+                pool.install(|| a.driver.par_advance(&mut a.slots));
                 a
             }
             [a, b] => {
@@ -569,9 +508,9 @@ where
 
 /// Fills the group's idle slots with new games (numbered in slot order) and, while the batch
 /// has room, selects each new game's first leaf (its root).
-fn start_games<G: GameEnv>(
-    group: &mut Group<G>,
-    settings: &Settings<G>,
+fn start_games<'s, G: GameEnv>(
+    group: &mut Group<'s, G>,
+    settings: &'s Settings<G>,
     games: u64,
     stats: &mut SelfPlayStats,
 ) {

@@ -289,25 +289,15 @@ impl Shard {
         if self.policy_offsets.is_empty() {
             self.policy_offsets.push(0);
         }
-        // The final position: the start with every move played (the record's moves are legal;
-        // a move that is not ends the replay, leaving the material unknown).
-        let mut last = G::new_game(game.start.clone(), game.rules);
-        let mut complete = true;
-        for &m in &game.moves {
-            if last.play_checked(m).is_err() {
-                complete = false;
-                break;
-            }
-        }
-        let red_material = G::material_half_pawns(&last.plane_inputs().board);
+        let red_material = game.final_material();
         let game_plies = u16::try_from(game.moves.len()).unwrap_or(u16::MAX);
         for s in &game.samples {
             self.ending.push(game.outcome.reason().index() as u8);
             self.game_plies.push(game_plies);
-            self.final_material.push(match (complete, s.inputs.turn) {
-                (false, _) => UNKNOWN_MATERIAL,
-                (true, Color::Red) => red_material,
-                (true, Color::Black) => -red_material,
+            self.final_material.push(match (red_material, s.inputs.turn) {
+                (None, _) => UNKNOWN_MATERIAL,
+                (Some(m), Color::Red) => m,
+                (Some(m), Color::Black) => -m,
             });
             self.boards.push(s.inputs.board);
             self.turn.push(s.inputs.turn.index() as u8);

@@ -39,7 +39,7 @@ fn play(
     search: &SearchConfig,
     selfplay: &SelfPlayConfig,
     games: u64,
-) -> (Vec<GameRecord>, SelfPlayStats) {
+) -> (Vec<GameRecord<xiangqi::Game>>, SelfPlayStats) {
     let mut records = Vec::new();
     let stats =
         play_games::<xiangqi::Game, _, _>(search, selfplay, games, &mut UniformEvaluator, |e| {
@@ -288,7 +288,7 @@ fn pgn_moves_reparse() {
         g.play(m).unwrap();
         moves.push(m);
     }
-    let record: GameRecord = GameRecord {
+    let record: GameRecord<xiangqi::Game> = GameRecord {
         game_id: 0,
         rules: RuleSet::Asian,
         start,
@@ -298,6 +298,7 @@ fn pgn_moves_reparse() {
         resign_disabled: false,
         would_have_resigned: None,
         lowest_value: [1.0; 2],
+        final_material: None,
     };
     let mut text = Vec::new();
     record.write_pgn(&mut text).unwrap();
@@ -330,10 +331,11 @@ fn shards_record_each_games_ending_length_and_final_material() {
     // (h2h9: +8 more), cut at its length cap: every sample records the cap, the length and
     // the final balance from its own side.
     let (records, _) = play(&small_search(), &small_selfplay(), 1);
-    let mut record: GameRecord = records[0].clone();
+    let mut record: GameRecord<xiangqi::Game> = records[0].clone();
     record.start = up;
     record.moves = vec![up.parse_uci("h2h9").unwrap()];
     record.outcome = Outcome::Draw { reason: OutcomeReason::LengthCap };
+    record.final_material = None; // edited by hand: the writer replays the moves
     record.samples.truncate(2);
     record.samples[0].inputs.turn = Color::Red;
     record.samples[1].inputs.turn = Color::Black;
@@ -398,4 +400,24 @@ fn version_1_shards_still_read_with_unknown_endings() {
     assert!(old.ending.iter().all(|&e| e == UNKNOWN_ENDING));
     assert!(old.final_material.iter().all(|&m| m == UNKNOWN_MATERIAL));
     assert!(old.game_plies.iter().all(|&p| p == 0));
+}
+
+#[test]
+fn self_play_records_the_final_material_its_moves_lead_to() {
+    // Long enough for captures: 60 plies a game, a dozen games.
+    let selfplay = SelfPlayConfig { length_cap: 60, ..small_selfplay() };
+    let (records, _) = play(&small_search(), &selfplay, 12);
+    let mut uneven = 0;
+    for r in &records {
+        let measured = r.final_material.expect("self-play measures the final material");
+        // The same record without the measurement: the moves are replayed from the start.
+        let replayed = GameRecord { final_material: None, ..r.clone() }.final_material();
+        assert_eq!(Some(measured), replayed, "game {}", r.game_id);
+        uneven += usize::from(measured != 0);
+    }
+    assert!(uneven > 0, "no game ended with uneven material: the check shows nothing");
+    // A record whose moves do not replay has no final material.
+    let mut broken = GameRecord { final_material: None, ..records[0].clone() };
+    broken.moves.insert(0, broken.moves[1]);
+    assert_eq!(broken.final_material(), None);
 }

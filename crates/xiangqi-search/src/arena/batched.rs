@@ -3,7 +3,6 @@
 //! each evaluation batch.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -11,7 +10,8 @@ use thiserror::Error;
 use xiangqi::Color;
 
 use crate::config::SearchConfig;
-use crate::eval::{EvalBuffer, EvalRequest, Evaluator, recycle};
+use crate::driver::{BatchCounters, Lane, Lockstep};
+use crate::eval::{EvalBuffer, EvalRequest, Evaluator};
 use crate::game::GameEnv;
 use crate::search::Search;
 use crate::selfplay::BoxError;
@@ -55,33 +55,6 @@ pub enum BatchedMatchError {
         #[source]
         source: BoxError,
     },
-}
-
-/// What one evaluator did during a batched match.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct BatchCounters {
-    /// Calls of [`Evaluator::evaluate`] (never with an empty batch).
-    pub batches: u64,
-    /// States evaluated.
-    pub evaluations: u64,
-    /// The largest batch.
-    pub max_batch: usize,
-    /// Time spent inside the evaluator.
-    pub time: Duration,
-}
-
-impl BatchCounters {
-    /// Mean batch size (0 before any batch).
-    pub fn mean_batch(&self) -> f64 {
-        if self.batches == 0 { 0.0 } else { self.evaluations as f64 / self.batches as f64 }
-    }
-
-    fn add(&mut self, size: usize, time: Duration) {
-        self.batches += 1;
-        self.evaluations += size as u64;
-        self.max_batch = self.max_batch.max(size);
-        self.time += time;
-    }
 }
 
 /// The result of [`run_match_batched`]: the match statistics (the same as [`run_match`]'s) and
@@ -141,7 +114,7 @@ pub fn run_match_batched<G: GameEnv, EA: Evaluator<G>, EB: Evaluator<G>>(
         };
         result.map_err(|source| BatchedMatchError::Evaluator { player, source })
     };
-    let lockstep = Lockstep { players: [a, b], groups: [0, 1], openings, config, concurrency };
+    let lockstep = Match { players: [a, b], groups: [0, 1], openings, config, concurrency };
     lockstep.run(evaluate, &mut on_game)
 }
 
@@ -165,7 +138,7 @@ pub fn run_match_batched_shared<G: GameEnv, E: Evaluator<G>>(
             .evaluate(requests, out)
             .map_err(|e| BatchedMatchError::Evaluator { player: "A and B", source: boxed(e) })
     };
-    let lockstep = Lockstep { players: [a, b], groups: [0, 0], openings, config, concurrency };
+    let lockstep = Match { players: [a, b], groups: [0, 0], openings, config, concurrency };
     lockstep.run(evaluate, &mut on_game)
 }
 
@@ -173,9 +146,9 @@ fn boxed<E: std::error::Error + Send + Sync + 'static>(e: E) -> BoxError {
     Box::new(e)
 }
 
-/// A batched match: the two players (A, B), the evaluation group of each player's leaves
-/// (`0` or `1`), and the match settings.
-struct Lockstep<'m, G: GameEnv> {
+/// A batched match: the two players (A, B), the evaluator of each player's leaves (`0` or
+/// `1`), and the match settings.
+struct Match<'m, G: GameEnv> {
     players: [&'m LocalPlayer; 2],
     groups: [usize; 2],
     openings: &'m [Opening<G>],
@@ -190,6 +163,8 @@ struct RunningSearch<G: GameEnv> {
     search: Box<Search<G>>,
     /// Leaves gathered per round (`virtual_loss_batch`).
     batch: usize,
+    /// The evaluator that serves its leaves.
+    evaluator: usize,
 }
 
 /// How one player of a batched match moves.
@@ -229,8 +204,10 @@ struct Slot<G: GameEnv> {
     ///
     /// [`MctsPlayer`]: super::MctsPlayer
     rng: ChaCha8Rng,
-    /// Where this slot's leaves start in its group's batch.
-    offset: usize,
+    /// The evaluator of each player's leaves.
+    evaluators: [usize; 2],
+    /// Whether the game has ended.
+    over: bool,
 }
 
 impl<G: GameEnv> Slot<G> {
@@ -239,13 +216,13 @@ impl<G: GameEnv> Slot<G> {
         usize::from(color != self.a_color)
     }
 
-    /// Plays until the game waits for evaluations (a search has gathered its leaves) or ends;
-    /// returns true when it has ended.
-    fn step(&mut self, settings: &GameSettings<G>) -> bool {
+    /// Plays until the game waits for evaluations (a search has gathered its leaves, at most
+    /// `quota`) or ends; returns true when it has ended.
+    fn step(&mut self, settings: &GameSettings<G>, quota: usize) -> bool {
         loop {
             if let Some(run) = &mut self.running {
                 if !run.search.is_done() {
-                    run.search.gather(run.batch);
+                    run.search.gather(run.batch.min(quota));
                     return false;
                 }
                 let best = run.search.result().best;
@@ -270,25 +247,59 @@ impl<G: GameEnv> Slot<G> {
                     self.forfeit = play_player_move(simple, &mut self.game, &settings.limit);
                 }
                 Mover::Search { config, spare } => {
-                    let mut search = match spare.take() {
-                        Some(mut s) => {
-                            s.reset(self.game.clone());
-                            s
-                        }
-                        None => Box::new(Search::new(self.game.clone(), config.clone())),
-                    };
+                    let mut search = Box::new(Search::renewed(
+                        spare.take().map(|s| *s),
+                        self.game.clone(),
+                        config,
+                    ));
                     let budget =
                         settings.limit.simulations.unwrap_or(config.simulations).clamp(1, 1 << 24);
                     search.start(budget, false, &mut self.rng);
                     let batch = (config.virtual_loss_batch as usize).max(1);
-                    self.running = Some(RunningSearch { player, search, batch });
+                    let evaluator = self.evaluators[player];
+                    self.running = Some(RunningSearch { player, search, batch, evaluator });
                 }
             }
         }
     }
 }
 
-impl<G: GameEnv> Lockstep<'_, G> {
+/// A slot of a batched match as the driver sees it: the game in it (if any) and the match's
+/// settings.
+struct MatchLane<'m, G: GameEnv> {
+    slot: Option<Slot<G>>,
+    settings: &'m GameSettings<G>,
+    /// The most leaves either player gathers per round.
+    batch: usize,
+}
+
+impl<G: GameEnv> Lane<G> for MatchLane<'_, G> {
+    fn search(&self) -> Option<&Search<G>> {
+        self.slot.as_ref()?.running.as_ref().map(|r| &*r.search)
+    }
+
+    fn search_mut(&mut self) -> Option<&mut Search<G>> {
+        self.slot.as_mut()?.running.as_mut().map(|r| &mut *r.search)
+    }
+
+    fn evaluator(&self) -> usize {
+        self.slot.as_ref().and_then(|s| s.running.as_ref()).map_or(0, |r| r.evaluator)
+    }
+
+    fn leaves_wanted(&self) -> usize {
+        if self.slot.as_ref().is_some_and(|s| !s.over) { self.batch } else { 0 }
+    }
+
+    fn advance(&mut self, quota: usize) {
+        if let Some(slot) = &mut self.slot {
+            if !slot.over {
+                slot.over = slot.step(self.settings, quota);
+            }
+        }
+    }
+}
+
+impl<G: GameEnv> Match<'_, G> {
     /// Checks the settings and plays the match; `evaluate(group, batch, out)` evaluates one
     /// group's batch.
     fn run<F>(
@@ -312,7 +323,20 @@ impl<G: GameEnv> Lockstep<'_, G> {
         }
         let games = u64::from(self.config.games);
         let width = self.concurrency.clamp(1, (games as usize).max(1));
-        let mut slots: Vec<Option<Slot<G>>> = (0..width).map(|_| None).collect();
+        let settings = &self.config.settings;
+        let batch = self
+            .players
+            .iter()
+            .map(|p| match p {
+                LocalPlayer::Mcts { config, .. } => (config.virtual_loss_batch as usize).max(1),
+                _ => 1,
+            })
+            .max()
+            .unwrap_or(1);
+        let mut lanes: Vec<MatchLane<'_, G>> =
+            (0..width).map(|_| MatchLane { slot: None, settings, batch }).collect();
+        let mut driver =
+            Lockstep::new(1 + self.groups.iter().copied().max().unwrap_or(0), usize::MAX);
         // The movers of finished games, for the next ones.
         let mut idle: Vec<[Mover<G>; 2]> = Vec::new();
         let mut next_game = 0u64;
@@ -320,27 +344,28 @@ impl<G: GameEnv> Lockstep<'_, G> {
         let mut finished: BTreeMap<u64, (ArenaGame<G>, Color)> = BTreeMap::new();
         let mut next_report = 0u64;
         let mut result = BatchedMatch::default();
-        let mut buffers = [EvalBuffer::new(), EvalBuffer::new()];
-        let mut spare_requests: Vec<EvalRequest<'_, G>> = Vec::new();
         loop {
-            // Play every game up to its next evaluation, starting new games in free slots.
-            for entry in &mut slots {
+            // Apply the last evaluations and play every game up to its next evaluation.
+            driver.advance(&mut lanes);
+            // Take the finished games out; start new games in free slots and play them up to
+            // their first evaluation.
+            for lane in &mut lanes {
                 loop {
-                    let slot = match entry {
-                        Some(slot) => slot,
+                    match &mut lane.slot {
+                        Some(slot) if slot.over => {
+                            let (game, a_color) = self.finish(slot);
+                            finished.insert(slot.game_id, (game, a_color));
+                            if let Some(slot) = lane.slot.take() {
+                                idle.push(slot.movers);
+                            }
+                        }
+                        Some(_) => break,
                         None if next_game < games => {
                             next_game += 1;
-                            entry.insert(self.new_slot(next_game - 1, idle.pop()))
+                            let slot = lane.slot.insert(self.new_slot(next_game - 1, idle.pop()));
+                            slot.over = slot.step(settings, batch);
                         }
                         None => break,
-                    };
-                    if !slot.step(&self.config.settings) {
-                        break;
-                    }
-                    if let Some(slot) = entry.take() {
-                        let (game, a_color) = self.finish(&slot);
-                        finished.insert(slot.game_id, (game, a_color));
-                        idle.push(slot.movers);
                     }
                 }
             }
@@ -353,39 +378,26 @@ impl<G: GameEnv> Lockstep<'_, G> {
                 stats.sprt = verdict;
                 let go_on = on_game(&game, stats);
                 if !go_on || verdict.is_some_and(|(_, v)| v != SprtVerdict::Continue) {
-                    return Ok(result);
+                    return Ok(self.counted(result, &driver));
                 }
             }
             if next_report >= games {
-                return Ok(result);
+                return Ok(self.counted(result, &driver));
             }
-            // One batch per evaluation group, with the leaves of its games in slot order.
-            for (group, buffer) in buffers.iter_mut().enumerate() {
-                let mut requests = recycle(spare_requests);
-                for slot in slots.iter_mut().flatten() {
-                    if let Some(run) = &slot.running {
-                        if self.groups[run.player] == group {
-                            slot.offset = requests.len();
-                            run.search.requests(&mut requests);
-                        }
-                    }
-                }
-                if !requests.is_empty() {
-                    buffer.prepare(&requests);
-                    let started = Instant::now();
-                    evaluate(group, &requests, buffer)?;
-                    result.batches[group].add(requests.len(), started.elapsed());
-                }
-                spare_requests = recycle(requests);
-            }
-            for slot in slots.iter_mut().flatten() {
-                if let Some(run) = &mut slot.running {
-                    if run.search.num_pending() > 0 {
-                        run.search.apply(&buffers[self.groups[run.player]], slot.offset);
-                    }
-                }
+            // One batch per evaluator, with the leaves of its games in slot order.
+            driver.evaluate(&lanes, &mut evaluate)?;
+        }
+    }
+
+    /// The match's result with each player's evaluator counters (a shared evaluator's in A's
+    /// place).
+    fn counted(&self, mut result: BatchedMatch, driver: &Lockstep<G>) -> BatchedMatch {
+        for (player, &evaluator) in self.groups.iter().enumerate() {
+            if player == evaluator {
+                result.batches[player] = driver.counters(evaluator);
             }
         }
+        result
     }
 
     /// Sets up game `game_id` (its opening, colours and players) as [`run_match`] and
@@ -405,7 +417,8 @@ impl<G: GameEnv> Lockstep<'_, G> {
             movers: movers.unwrap_or_else(|| self.players.map(Mover::new)),
             running: None,
             rng: ChaCha8Rng::seed_from_u64(0),
-            offset: 0,
+            evaluators: self.groups,
+            over: false,
         };
         for color in [Color::Red, Color::Black] {
             let player = slot.player_of(color);
@@ -438,6 +451,7 @@ impl<G: GameEnv> Lockstep<'_, G> {
 #[cfg(test)]
 mod tests {
     use std::io;
+    use std::time::Duration;
 
     use crate::arena::matches::run_match;
     use crate::arena::player::MoveLimit;
@@ -451,9 +465,9 @@ mod tests {
     fn sequential(
         a: &LocalPlayer,
         b: &LocalPlayer,
-        config: &MatchConfig,
+        config: &MatchConfig<xiangqi::Game>,
         stop_after: u32,
-    ) -> (Vec<ArenaGame>, MatchStats) {
+    ) -> (Vec<ArenaGame<xiangqi::Game>>, MatchStats) {
         let mut pa = a.to_player(UniformEvaluator).unwrap();
         let mut pb = b.to_player(UniformEvaluator).unwrap();
         let mut games = Vec::new();
@@ -545,7 +559,8 @@ mod tests {
 
     #[test]
     fn batches_gather_leaves_across_games() {
-        let settings: GameSettings = GameSettings { max_plies: 40, ..GameSettings::default() };
+        let settings: GameSettings<xiangqi::Game> =
+            GameSettings { max_plies: 40, ..GameSettings::default() };
         let config = MatchConfig { games: 8, settings, sprt: None };
         let a = mcts("a", 32);
         let mut eval = ScriptedEvaluator::uniform();
@@ -647,7 +662,9 @@ mod tests {
         let a = mcts("a", 8);
         let b = LocalPlayer::Random { seed: 1 };
         let openings = Opening::<xiangqi::Game>::builtin();
-        let run = |a: &LocalPlayer, openings: &[Opening], config: &MatchConfig| {
+        let run = |a: &LocalPlayer,
+                   openings: &[Opening<xiangqi::Game>],
+                   config: &MatchConfig<xiangqi::Game>| {
             run_match_batched(a, &b, &mut Failing, &mut Failing, openings, config, 2, |_, _| true)
         };
         let e = run(&a, &openings, &config).unwrap_err();

@@ -302,6 +302,7 @@ pub(super) fn finished_game<G: GameEnv>(
             resign_disabled: false,
             would_have_resigned: None,
             lowest_value: [1.0; 2],
+            final_material: Some(crate::record::material_of(game)),
         },
         red: names[0].to_string(),
         black: names[1].to_string(),
@@ -382,7 +383,8 @@ mod tests {
     fn max_plies_draws_by_length_cap() {
         let mut a = RandomPlayer::new(1);
         let mut b = RandomPlayer::new(2);
-        let settings: GameSettings = GameSettings { max_plies: 10, ..GameSettings::default() };
+        let settings: GameSettings<Game> =
+            GameSettings { max_plies: 10, ..GameSettings::default() };
         let g = play_game(&mut a, &mut b, &Opening::<xiangqi::Game>::builtin()[0], &settings, 0);
         assert_eq!(g.record.moves.len(), 10);
         assert_eq!(g.outcome(), Outcome::Draw { reason: OutcomeReason::LengthCap });

@@ -62,15 +62,13 @@ mod opening;
 mod player;
 mod stats;
 
-pub use batched::{
-    BatchCounters, BatchedMatch, BatchedMatchError, run_match_batched, run_match_batched_shared,
-};
+pub use crate::driver::{BatchCounters, drive_search};
+pub use batched::{BatchedMatch, BatchedMatchError, run_match_batched, run_match_batched_shared};
 pub use game::{ArenaGame, Forfeit, ForfeitKind, GameSettings, play_game};
 pub use matches::{MatchConfig, run_match};
 pub use opening::{BUILTIN_OPENINGS, Opening, OpeningError, parse_openings};
 pub use player::{
     GreedyPlayer, LocalPlayer, MctsPlayer, MoveLimit, Player, PlayerError, RandomPlayer,
-    drive_search,
 };
 pub use stats::{
     EloEstimate, MatchStats, Sprt, SprtError, SprtVerdict, Wdl, elo_from_score, score_from_elo,

@@ -1,6 +1,6 @@
 //! Players: the [`Player`] trait and its per-move [`MoveLimit`], the baselines
 //! ([`RandomPlayer`], [`GreedyPlayer`]), the search as a player ([`MctsPlayer`],
-//! [`drive_search`]) and the players a batched match drives itself ([`LocalPlayer`]).
+//! driven by [`drive_search`]) and the players a batched match drives itself ([`LocalPlayer`]).
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -11,8 +11,9 @@ use thiserror::Error;
 use xiangqi::{Game, Move};
 
 use crate::config::SearchConfig;
-use crate::eval::{EvalBuffer, Evaluator, recycle};
-use crate::game::{GameEnv, SearchGame};
+use crate::driver::drive_search;
+use crate::eval::{EvalBuffer, Evaluator};
+use crate::game::GameEnv;
 use crate::search::{Search, SearchResult};
 use crate::selfplay::game_rng;
 
@@ -135,7 +136,7 @@ impl<G: GameEnv> Player<G> for RandomPlayer {
 
 /// A one-ply baseline: a move that wins at once if there is one (checkmate, leaving no legal
 /// move, or any other verdict of the rules in the mover's favour), else the capture of the most
-/// valuable piece ([`GameEnv::capture_value`]: for xiangqi chariot 9, cannon 4.5, horse 4,
+/// valuable piece ([`Material::capture_value`]: for xiangqi chariot 9, cannon 4.5, horse 4,
 /// advisor and elephant 2, soldier 1 pawn; for janggi the conventional points, chariot 13,
 /// cannon 7, horse 5, elephant and guard 3, soldier 2), else a random legal move (a janggi pass
 /// included). Ties are broken at random; seeded per game like [`RandomPlayer`].
@@ -177,34 +178,6 @@ impl<G: GameEnv> Player<G> for GreedyPlayer {
             moves.to_vec()
         };
         Ok(pool[self.rng.random_range(0..pool.len())])
-    }
-}
-
-/// Drives a started `search` with `evaluator` until it has run its simulations or `stop`
-/// (asked after every evaluation batch) returns true. At least one batch is evaluated, so the
-/// root has priors afterwards. `batch` is the number of leaves gathered per batch.
-///
-/// # Errors
-/// The evaluator's error.
-pub fn drive_search<G: SearchGame, E: Evaluator<G>>(
-    search: &mut Search<G>,
-    evaluator: &mut E,
-    buffer: &mut EvalBuffer,
-    batch: usize,
-    mut stop: impl FnMut(&Search<G>) -> bool,
-) -> Result<(), E::Error> {
-    let mut spare = Vec::new();
-    loop {
-        search.gather(batch.max(1));
-        let mut requests = recycle(spare);
-        search.requests(&mut requests);
-        buffer.prepare(&requests);
-        evaluator.evaluate(&requests, buffer)?;
-        spare = recycle(requests);
-        search.apply(buffer, 0);
-        if search.is_done() || stop(search) {
-            return Ok(());
-        }
     }
 }
 

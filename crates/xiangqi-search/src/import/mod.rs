@@ -550,6 +550,7 @@ pub fn import_game<G: ImportGame>(
         }
         (None, None) => return Err(Skip::NoResult),
     };
+    let final_material = Some(crate::record::material_of(&replayed.game));
     let Replayed { start, moves, positions, .. } = replayed;
     let samples = positions
         .into_iter()
@@ -583,6 +584,7 @@ pub fn import_game<G: ImportGame>(
         resign_disabled: false,
         would_have_resigned: None,
         lowest_value: [1.0; 2],
+        final_material,
     };
     Ok(Imported { record, rules_verdict })
 }
