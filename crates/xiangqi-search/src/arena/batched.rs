@@ -163,8 +163,6 @@ struct RunningSearch<G: GameEnv> {
     search: Box<Search<G>>,
     /// Leaves gathered per round (`virtual_loss_batch`).
     batch: usize,
-    /// The evaluator that serves its leaves.
-    evaluator: usize,
 }
 
 /// How one player of a batched match moves.
@@ -256,8 +254,7 @@ impl<G: GameEnv> Slot<G> {
                         settings.limit.simulations.unwrap_or(config.simulations).clamp(1, 1 << 24);
                     search.start(budget, false, &mut self.rng);
                     let batch = (config.virtual_loss_batch as usize).max(1);
-                    let evaluator = self.evaluators[player];
-                    self.running = Some(RunningSearch { player, search, batch, evaluator });
+                    self.running = Some(RunningSearch { player, search, batch });
                 }
             }
         }
@@ -283,7 +280,10 @@ impl<G: GameEnv> Lane<G> for MatchLane<'_, G> {
     }
 
     fn evaluator(&self) -> usize {
-        self.slot.as_ref().and_then(|s| s.running.as_ref()).map_or(0, |r| r.evaluator)
+        self.slot
+            .as_ref()
+            .and_then(|s| s.running.as_ref().map(|r| s.evaluators[r.player]))
+            .unwrap_or(0)
     }
 
     fn leaves_wanted(&self) -> usize {
