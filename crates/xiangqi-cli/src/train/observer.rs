@@ -284,6 +284,58 @@ impl CliObserver {
     }
 }
 
+impl CliObserver {
+    /// The iteration's TensorBoard scalars.
+    fn iteration_scalars(&mut self, r: &IterationReport, rates: &IterationRates) {
+        let it = r.iteration;
+        let st = &r.selfplay.stats;
+        if rates.played {
+            self.scalar("selfplay/games_per_sec", rates.games_per_s, it);
+            self.scalar("selfplay/simulations_per_sec", rates.sims_per_s, it);
+            self.scalar("selfplay/evaluations_per_sec", rates.evals_per_s, it);
+            self.scalar("selfplay/batch_fill", st.batch_fill(), it);
+            self.scalar("selfplay/mean_game_length", r.selfplay.mean_game_length(), it);
+            for reason in OutcomeReason::ALL {
+                self.scalar(
+                    &format!("selfplay/ending/{}", reason.name()),
+                    r.selfplay.reason_share(reason),
+                    it,
+                );
+            }
+        }
+        if let Some(t) = r.selfplay.resign_threshold.filter(|_| rates.played) {
+            self.scalar("selfplay/resign_threshold", f64::from(t), it);
+        }
+        if let Some(h) = &r.heldout {
+            for (name, x) in [
+                ("heldout/policy_loss", h.policy_loss),
+                ("heldout/value_loss", h.value_loss),
+                ("heldout/result_loss", h.result_loss),
+                ("heldout/material_loss", h.material_loss),
+            ] {
+                if x.is_finite() {
+                    self.scalar(name, x, it);
+                }
+            }
+        }
+        if let Some(rate) = rates.false_resign {
+            self.scalar("selfplay/false_resign_rate", rate, it);
+        }
+        self.scalar("train/samples_per_sec", r.train_samples_per_sec, it);
+        self.scalar("replay/window_samples", r.window_samples as f64, it);
+        self.scalar("replay/total_samples", r.total_samples as f64, it);
+        if let Some(g) = &r.ingest {
+            self.scalar("store/shards", g.shards as f64, it);
+            self.scalar("store/workers", g.workers as f64, it);
+            self.scalar("store/megabytes", g.bytes as f64 / 1e6, it);
+            self.scalar("store/stale_shards", g.stale_shards as f64, it);
+            self.scalar("store/data_age_mean", g.age_mean, it);
+            self.scalar("store/data_age_max", g.age_max as f64, it);
+            self.scalar("store/waiting_shards", g.waiting_shards as f64, it);
+        }
+    }
+}
+
 impl Observer for CliObserver {
     fn iteration_started(&mut self, iteration: u64) {
         self.iteration = iteration;
@@ -351,166 +403,17 @@ impl Observer for CliObserver {
     fn iteration(&mut self, r: &IterationReport) {
         self.elapsed_mark = (r.elapsed.as_secs_f64(), Instant::now());
         self.iterations_done += 1;
-        let it = r.iteration;
-        let st = &r.selfplay.stats;
-        let secs = r.selfplay.elapsed.as_secs_f64();
-        let per_sec = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
-        let games_per_s = per_sec(r.selfplay.games);
-        let sims_per_s = per_sec(st.simulations);
-        let evals_per_s = per_sec(st.evaluations);
-        // A resumed iteration whose shard was written before the stop played no games in this
-        // session: its self-play figures are unknown, not zero (empty CSV cells, no scalars).
-        let played = secs > 0.0 && st.games_finished > 0;
-        if played {
-            self.scalar("selfplay/games_per_sec", games_per_s, it);
-            self.scalar("selfplay/simulations_per_sec", sims_per_s, it);
-            self.scalar("selfplay/evaluations_per_sec", evals_per_s, it);
-            self.scalar("selfplay/batch_fill", st.batch_fill(), it);
-            self.scalar("selfplay/mean_game_length", r.selfplay.mean_game_length(), it);
-            for reason in OutcomeReason::ALL {
-                self.scalar(
-                    &format!("selfplay/ending/{}", reason.name()),
-                    r.selfplay.reason_share(reason),
-                    it,
-                );
-            }
-        }
-        if let Some(t) = r.selfplay.resign_threshold.filter(|_| played) {
-            self.scalar("selfplay/resign_threshold", f64::from(t), it);
-        }
-        if let Some(h) = &r.heldout {
-            for (name, x) in [
-                ("heldout/policy_loss", h.policy_loss),
-                ("heldout/value_loss", h.value_loss),
-                ("heldout/result_loss", h.result_loss),
-                ("heldout/material_loss", h.material_loss),
-            ] {
-                if x.is_finite() {
-                    self.scalar(name, x, it);
-                }
-            }
-        }
-        let false_resign = st.resign_false_positive_rate().filter(|_| played);
-        if let Some(rate) = false_resign {
-            self.scalar("selfplay/false_resign_rate", rate, it);
-        }
-        let known = |x: f64, digits: usize| {
-            if played { format!("{x:.digits$}") } else { String::new() }
-        };
-        self.scalar("train/samples_per_sec", r.train_samples_per_sec, it);
-        self.scalar("replay/window_samples", r.window_samples as f64, it);
-        self.scalar("replay/total_samples", r.total_samples as f64, it);
-        let m = &r.mean;
-        let row = format!(
-            "{},{:.1},{},{},{},{},{},{},{},{},{},{:.1},{:.5},{:.5},{:.5},{:.6},{:.4},{:.4},{:.6},{:.4},{},{}",
-            it,
-            r.elapsed.as_secs_f64(),
-            r.total_samples,
-            r.total_steps,
-            r.selfplay.games,
-            r.selfplay.samples,
-            known(r.selfplay.mean_game_length(), 2),
-            known(games_per_s, 4),
-            known(sims_per_s, 1),
-            known(evals_per_s, 1),
-            known(st.batch_fill(), 4),
-            r.train_samples_per_sec,
-            m.loss,
-            m.policy_loss,
-            m.value_loss,
-            m.weight_decay_loss,
-            m.policy_entropy,
-            m.value_accuracy,
-            m.learning_rate,
-            m.grad_norm,
-            r.window_samples,
-            false_resign.map_or(String::new(), |x| format!("{x:.4}")),
-        );
-        // The share of the iteration's games that ended for each reason (OutcomeReason::ALL
-        // order, as in the header).
-        let mut row = row;
-        for reason in OutcomeReason::ALL {
-            row.push(',');
-            row.push_str(&known(r.selfplay.reason_share(reason), 4));
-        }
-        row.push(',');
-        if let Some(t) = r.selfplay.resign_threshold.filter(|_| played) {
-            row.push_str(&format!("{t:.2}"));
-        }
-        let cell = |x: f64| if x.is_finite() { format!("{x:.5}") } else { String::new() };
-        match &r.heldout {
-            Some(h) => row.push_str(&format!(
-                ",{},{},{},{},{}",
-                h.samples,
-                cell(h.policy_loss),
-                cell(h.value_loss),
-                cell(h.result_loss),
-                cell(h.material_loss)
-            )),
-            None => row.push_str(",,,,,"),
-        }
-        match &r.ingest {
-            Some(g) => {
-                row.push_str(&format!(
-                    ",{},{},{:.3},{},{},{:.2},{},{:.2},{}",
-                    g.shards,
-                    g.workers,
-                    g.bytes as f64 / 1e6,
-                    g.stale_shards,
-                    g.bad_shards,
-                    g.age_mean,
-                    g.age_max,
-                    g.seconds,
-                    g.waiting_shards
-                ));
-                self.scalar("store/shards", g.shards as f64, it);
-                self.scalar("store/workers", g.workers as f64, it);
-                self.scalar("store/megabytes", g.bytes as f64 / 1e6, it);
-                self.scalar("store/stale_shards", g.stale_shards as f64, it);
-                self.scalar("store/data_age_mean", g.age_mean, it);
-                self.scalar("store/data_age_max", g.age_max as f64, it);
-                self.scalar("store/waiting_shards", g.waiting_shards as f64, it);
-            }
-            None => row.push_str(",,,,,,,,,"),
-        }
+        let rates = IterationRates::of(r);
+        self.iteration_scalars(r, &rates);
+        let row = metrics_row(r, &rates);
         // Written through to the file before the iteration's checkpoint (a kill after this line
         // and before the checkpoint replays the iteration, and the resume drops this row).
         let _ = writeln!(self.metrics, "{row}");
         let _ = self.metrics.flush();
         let _ = self.metrics.get_ref().sync_data();
         self.tb_flush();
-        let games = if played {
-            format!(
-                "{} games ({:.1} plies avg, {:.0} sims/s)",
-                r.selfplay.games,
-                r.selfplay.mean_game_length(),
-                sims_per_s
-            )
-        } else {
-            match &r.ingest {
-                Some(g) => format!(
-                    "{} games from the store ({} shard{} of {} worker{}, data age {:.1} \
-                     generations)",
-                    r.selfplay.games,
-                    g.shards,
-                    if g.shards == 1 { "" } else { "s" },
-                    g.workers,
-                    if g.workers == 1 { "" } else { "s" },
-                    g.age_mean
-                ),
-                None => format!("{} games (played before the stop)", r.selfplay.games),
-            }
-        };
-        self.log(&format!(
-            "iteration {it}: {games}, {} steps, loss {:.3} (policy {:.3}, value {:.3}), window {} samples, {:.1} min{}",
-            r.steps,
-            m.loss,
-            m.policy_loss,
-            m.value_loss,
-            r.window_samples,
-            r.elapsed.as_secs_f64() / 60.0,
-            self.left_text(Some(r.total_steps))
-        ));
+        let line = iteration_line(r, &rates);
+        self.log(&format!("{line}{}", self.left_text(Some(r.total_steps))));
     }
 
     fn arena(&mut self, r: &ArenaReport) {
@@ -595,4 +498,140 @@ impl Observer for CliObserver {
             r.mean.value_loss
         ));
     }
+}
+
+/// An iteration's self-play rates, and whether they are known: a resumed iteration whose shard
+/// was written before the stop played no games in this session, so its self-play figures are
+/// unknown, not zero (empty CSV cells, no scalars).
+struct IterationRates {
+    played: bool,
+    games_per_s: f64,
+    sims_per_s: f64,
+    evals_per_s: f64,
+    false_resign: Option<f64>,
+}
+
+impl IterationRates {
+    fn of(r: &IterationReport) -> IterationRates {
+        let st = &r.selfplay.stats;
+        let secs = r.selfplay.elapsed.as_secs_f64();
+        let per_sec = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
+        let played = secs > 0.0 && st.games_finished > 0;
+        IterationRates {
+            played,
+            games_per_s: per_sec(r.selfplay.games),
+            sims_per_s: per_sec(st.simulations),
+            evals_per_s: per_sec(st.evaluations),
+            false_resign: st.resign_false_positive_rate().filter(|_| played),
+        }
+    }
+}
+
+/// The iteration's `metrics.csv` row, in the header's column order.
+fn metrics_row(r: &IterationReport, rates: &IterationRates) -> String {
+    let st = &r.selfplay.stats;
+    let known = |x: f64, digits: usize| {
+        if rates.played { format!("{x:.digits$}") } else { String::new() }
+    };
+    let m = &r.mean;
+    let mut row = format!(
+        "{},{:.1},{},{},{},{},{},{},{},{},{},{:.1},{:.5},{:.5},{:.5},{:.6},{:.4},{:.4},{:.6},{:.4},{},{}",
+        r.iteration,
+        r.elapsed.as_secs_f64(),
+        r.total_samples,
+        r.total_steps,
+        r.selfplay.games,
+        r.selfplay.samples,
+        known(r.selfplay.mean_game_length(), 2),
+        known(rates.games_per_s, 4),
+        known(rates.sims_per_s, 1),
+        known(rates.evals_per_s, 1),
+        known(st.batch_fill(), 4),
+        r.train_samples_per_sec,
+        m.loss,
+        m.policy_loss,
+        m.value_loss,
+        m.weight_decay_loss,
+        m.policy_entropy,
+        m.value_accuracy,
+        m.learning_rate,
+        m.grad_norm,
+        r.window_samples,
+        rates.false_resign.map_or(String::new(), |x| format!("{x:.4}")),
+    );
+    // The share of the iteration's games that ended for each reason (OutcomeReason::ALL
+    // order, as in the header).
+    for reason in OutcomeReason::ALL {
+        row.push(',');
+        row.push_str(&known(r.selfplay.reason_share(reason), 4));
+    }
+    row.push(',');
+    if let Some(t) = r.selfplay.resign_threshold.filter(|_| rates.played) {
+        row.push_str(&format!("{t:.2}"));
+    }
+    let cell = |x: f64| if x.is_finite() { format!("{x:.5}") } else { String::new() };
+    match &r.heldout {
+        Some(h) => row.push_str(&format!(
+            ",{},{},{},{},{}",
+            h.samples,
+            cell(h.policy_loss),
+            cell(h.value_loss),
+            cell(h.result_loss),
+            cell(h.material_loss)
+        )),
+        None => row.push_str(",,,,,"),
+    }
+    match &r.ingest {
+        Some(g) => row.push_str(&format!(
+            ",{},{},{:.3},{},{},{:.2},{},{:.2},{}",
+            g.shards,
+            g.workers,
+            g.bytes as f64 / 1e6,
+            g.stale_shards,
+            g.bad_shards,
+            g.age_mean,
+            g.age_max,
+            g.seconds,
+            g.waiting_shards
+        )),
+        None => row.push_str(",,,,,,,,,"),
+    }
+    row
+}
+
+/// The iteration's log line, without the time-left estimate.
+fn iteration_line(r: &IterationReport, rates: &IterationRates) -> String {
+    let games = if rates.played {
+        format!(
+            "{} games ({:.1} plies avg, {:.0} sims/s)",
+            r.selfplay.games,
+            r.selfplay.mean_game_length(),
+            rates.sims_per_s
+        )
+    } else {
+        match &r.ingest {
+            Some(g) => format!(
+                "{} games from the store ({} shard{} of {} worker{}, data age {:.1} \
+                 generations)",
+                r.selfplay.games,
+                g.shards,
+                if g.shards == 1 { "" } else { "s" },
+                g.workers,
+                if g.workers == 1 { "" } else { "s" },
+                g.age_mean
+            ),
+            None => format!("{} games (played before the stop)", r.selfplay.games),
+        }
+    };
+    let m = &r.mean;
+    format!(
+        "iteration {}: {games}, {} steps, loss {:.3} (policy {:.3}, value {:.3}), window {} samples, {:.1} min",
+        r.iteration,
+        r.steps,
+        m.loss,
+        m.policy_loss,
+        m.value_loss,
+        r.window_samples,
+        r.elapsed.as_secs_f64() / 60.0,
+    )
 }
