@@ -614,33 +614,8 @@ impl Trainer {
     /// device fails.
     pub fn step(&mut self, batch: &TrainBatch) -> Result<StepMetrics, NnError> {
         let n = batch.len();
-        if n == 0 {
-            return Err(NnError::Batch("a training batch needs at least one sample".into()));
-        }
-        let enc = self.net().encoding;
-        if batch.encoding != enc {
-            return Err(NnError::Batch(format!(
-                "a batch of {} samples (encoding {}) for a network of {} (encoding {})",
-                batch.encoding.game, batch.encoding.version, enc.game, enc.version
-            )));
-        }
-        let (input_size, policy_size) = (enc.input_size(), enc.policy_size);
-        let mut planes = batch.planes.clone();
-        let mut policy = batch.policy.clone();
-        let mut legal = batch.legal.clone();
-        if self.config.mirror {
-            for ((p, pi), l) in planes
-                .chunks_exact_mut(input_size)
-                .zip(policy.chunks_exact_mut(policy_size))
-                .zip(legal.chunks_exact_mut(policy_size))
-            {
-                if self.rng.random_bool(0.5) {
-                    (enc.mirror_planes)(p);
-                    (enc.mirror_policy)(pi);
-                    (enc.mirror_policy)(l);
-                }
-            }
-        }
+        let enc = self.checked_encoding(batch)?;
+        let (planes, policy, legal) = self.augmented(batch, enc);
         let mask_illegal = self.config.mask_illegal;
         let dev = &self.device;
         let inner = dev.clone().inner();
@@ -665,78 +640,12 @@ impl Trainer {
             };
             pass(&net, part, scales, dev)
         } else {
-            // Each micro-batch on its own copy of the network (same parameter ids, its own
-            // autodiff graph and batch-norm running state), in parallel.
-            let parts: Vec<(Net, Part)> = (0..n)
-                .step_by(micro)
-                .map(|start| {
-                    let end = (start + micro).min(n);
-                    let part = Part {
-                        planes: planes[start * input_size..end * input_size].to_vec(),
-                        policy: policy[start * policy_size..end * policy_size].to_vec(),
-                        wdl: batch.wdl[start * WDL..end * WDL].to_vec(),
-                        full: batch.full[start..end].to_vec(),
-                        legal: mask_illegal
-                            .then(|| legal[start * policy_size..end * policy_size].to_vec()),
-                        value_weight: batch.value_weight[start..end].to_vec(),
-                    };
-                    (net.valid().train(), part)
-                })
-                .collect();
-            let results: Vec<(Net, GradientsParams, [Tensor<1>; 4])> = parts
-                .into_par_iter()
-                .map(|(copy, part)| {
-                    let (g, s) = pass(&copy, part, scales, dev);
-                    (copy, g, s)
-                })
-                .collect();
-            // The running statistics move once, towards the mean of the micro-batches' own.
-            let copies: Vec<Vec<&BatchNorm>> = results.iter().map(|r| r.0.batch_norms()).collect();
-            for (j, bn) in net.batch_norms().into_iter().enumerate() {
-                // Plain tensors (`valid`), averaged, and wrapped for the autodiff device again.
-                let stats = |f: fn(&BatchNorm) -> Tensor<1>| {
-                    let all: Vec<Tensor<1>> = copies.iter().map(|c| f(c[j])).collect();
-                    Tensor::from_inner(
-                        Tensor::stack::<2>(all, 0).mean_dim(0).reshape([bn.gamma.dims()[0]]),
-                    )
-                };
-                bn.running_mean.update(stats(|b| b.valid().running_mean.value()));
-                bn.running_var.update(stats(|b| b.valid().running_var.value()));
-            }
-            drop(copies);
-            let mut acc: Option<(GradientsParams, [Tensor<1>; 4])> = None;
-            for (_, g, part) in results {
-                acc = Some(match acc {
-                    None => (g, part),
-                    Some((mut grads, sums)) => {
-                        net.visit(&mut AddGrads { acc: &mut grads, other: g });
-                        let [a, b, c, d] = sums;
-                        let [e, f, g, h] = part;
-                        (grads, [a + e, b + f, c + g, d + h])
-                    }
-                });
-            }
-            acc.expect("a non-empty batch has at least one micro-batch")
+            let inputs = Inputs { planes: &planes, policy: &policy, legal: &legal };
+            micro_batch_passes(&net, batch, inputs, micro, mask_illegal, scales, dev)
         };
 
-        // Everything reported, computed before the step and read back in one transfer.
-        let mut grad_squares = GradSquares { grads: &grads, sums: Vec::new() };
-        net.visit(&mut grad_squares);
-        let mut weight_squares = WeightSquares(Vec::new());
-        net.visit(&mut weight_squares);
-        let zero = || Tensor::<1>::zeros([1], &inner);
-        let sum = |v: Vec<Tensor<1>>| if v.is_empty() { zero() } else { Tensor::cat(v, 0).sum() };
-        let report = Tensor::cat(
-            vec![
-                policy_sum.div_scalar(full_searches.max(1) as f32),
-                value_sum.div_scalar(n as f32),
-                sum(grad_squares.sums),
-                sum(weight_squares.0),
-                entropy_sum.div_scalar(n as f32),
-                hits_sum.div_scalar(n as f32),
-            ],
-            0,
-        );
+        let sums = [policy_sum, value_sum, entropy_sum, hits_sum];
+        let report = step_report(&net, &grads, sums, n, full_searches, &inner);
         let r = match to_vec(report) {
             Ok(r) => r,
             Err(e) => {
@@ -778,6 +687,148 @@ impl Trainer {
         self.samples += n as u64;
         Ok(metrics)
     }
+
+    /// The encoding of a batch this trainer's network can train on.
+    fn checked_encoding(&self, batch: &TrainBatch) -> Result<Encoding, NnError> {
+        if batch.is_empty() {
+            return Err(NnError::Batch("a training batch needs at least one sample".into()));
+        }
+        let enc = self.net().encoding;
+        if batch.encoding != enc {
+            return Err(NnError::Batch(format!(
+                "a batch of {} samples (encoding {}) for a network of {} (encoding {})",
+                batch.encoding.game, batch.encoding.version, enc.game, enc.version
+            )));
+        }
+        Ok(enc)
+    }
+
+    /// The batch's planes, policies and legal masks, each sample mirrored left to right with
+    /// probability ½ when `training.mirror` is on.
+    fn augmented(&mut self, batch: &TrainBatch, enc: Encoding) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let (input_size, policy_size) = (enc.input_size(), enc.policy_size);
+        let mut planes = batch.planes.clone();
+        let mut policy = batch.policy.clone();
+        let mut legal = batch.legal.clone();
+        if self.config.mirror {
+            for ((p, pi), l) in planes
+                .chunks_exact_mut(input_size)
+                .zip(policy.chunks_exact_mut(policy_size))
+                .zip(legal.chunks_exact_mut(policy_size))
+            {
+                if self.rng.random_bool(0.5) {
+                    (enc.mirror_planes)(p);
+                    (enc.mirror_policy)(pi);
+                    (enc.mirror_policy)(l);
+                }
+            }
+        }
+        (planes, policy, legal)
+    }
+}
+
+/// A step's (augmented) inputs, sample-major.
+struct Inputs<'a> {
+    planes: &'a [f32],
+    policy: &'a [f32],
+    legal: &'a [f32],
+}
+
+/// The gradients and the loss sums `[policy, value, entropy, hits]` of `batch` passed in
+/// micro-batches of `micro` samples: each on its own copy of `net`, in parallel, the batch
+/// norms' running statistics then moved once towards the mean of the copies' own.
+fn micro_batch_passes(
+    net: &Net,
+    batch: &TrainBatch,
+    inputs: Inputs<'_>,
+    micro: usize,
+    mask_illegal: bool,
+    scales: (f64, f64),
+    dev: &Device,
+) -> (GradientsParams, [Tensor<1>; 4]) {
+    let n = batch.len();
+    let (input_size, policy_size) = (batch.encoding.input_size(), batch.encoding.policy_size);
+    let Inputs { planes, policy, legal } = inputs;
+    // Each micro-batch on its own copy of the network (same parameter ids, its own
+    // autodiff graph and batch-norm running state), in parallel.
+    let parts: Vec<(Net, Part)> = (0..n)
+        .step_by(micro)
+        .map(|start| {
+            let end = (start + micro).min(n);
+            let part = Part {
+                planes: planes[start * input_size..end * input_size].to_vec(),
+                policy: policy[start * policy_size..end * policy_size].to_vec(),
+                wdl: batch.wdl[start * WDL..end * WDL].to_vec(),
+                full: batch.full[start..end].to_vec(),
+                legal: mask_illegal.then(|| legal[start * policy_size..end * policy_size].to_vec()),
+                value_weight: batch.value_weight[start..end].to_vec(),
+            };
+            (net.valid().train(), part)
+        })
+        .collect();
+    let results: Vec<(Net, GradientsParams, [Tensor<1>; 4])> = parts
+        .into_par_iter()
+        .map(|(copy, part)| {
+            let (g, s) = pass(&copy, part, scales, dev);
+            (copy, g, s)
+        })
+        .collect();
+    // The running statistics move once, towards the mean of the micro-batches' own.
+    let copies: Vec<Vec<&BatchNorm>> = results.iter().map(|r| r.0.batch_norms()).collect();
+    for (j, bn) in net.batch_norms().into_iter().enumerate() {
+        // Plain tensors (`valid`), averaged, and wrapped for the autodiff device again.
+        let stats = |f: fn(&BatchNorm) -> Tensor<1>| {
+            let all: Vec<Tensor<1>> = copies.iter().map(|c| f(c[j])).collect();
+            Tensor::from_inner(Tensor::stack::<2>(all, 0).mean_dim(0).reshape([bn.gamma.dims()[0]]))
+        };
+        bn.running_mean.update(stats(|b| b.valid().running_mean.value()));
+        bn.running_var.update(stats(|b| b.valid().running_var.value()));
+    }
+    drop(copies);
+    let mut acc: Option<(GradientsParams, [Tensor<1>; 4])> = None;
+    for (_, g, part) in results {
+        acc = Some(match acc {
+            None => (g, part),
+            Some((mut grads, sums)) => {
+                net.visit(&mut AddGrads { acc: &mut grads, other: g });
+                let [a, b, c, d] = sums;
+                let [e, f, g, h] = part;
+                (grads, [a + e, b + f, c + g, d + h])
+            }
+        });
+    }
+    acc.expect("a non-empty batch has at least one micro-batch")
+}
+
+/// What a step reports, as one tensor read back in one transfer: the policy and value losses
+/// (means over the full searches and over the batch), the squared gradient and weight norms,
+/// the mean policy entropy and the value accuracy. Computed before the optimizer step.
+fn step_report(
+    net: &Net,
+    grads: &GradientsParams,
+    sums: [Tensor<1>; 4],
+    n: usize,
+    full_searches: usize,
+    inner: &Device,
+) -> Tensor<1> {
+    let [policy_sum, value_sum, entropy_sum, hits_sum] = sums;
+    let mut grad_squares = GradSquares { grads, sums: Vec::new() };
+    net.visit(&mut grad_squares);
+    let mut weight_squares = WeightSquares(Vec::new());
+    net.visit(&mut weight_squares);
+    let zero = || Tensor::<1>::zeros([1], inner);
+    let sum = |v: Vec<Tensor<1>>| if v.is_empty() { zero() } else { Tensor::cat(v, 0).sum() };
+    Tensor::cat(
+        vec![
+            policy_sum.div_scalar(full_searches.max(1) as f32),
+            value_sum.div_scalar(n as f32),
+            sum(grad_squares.sums),
+            sum(weight_squares.0),
+            entropy_sum.div_scalar(n as f32),
+            hits_sum.div_scalar(n as f32),
+        ],
+        0,
+    )
 }
 
 /// `device`, made an autodiff device if it is not one.
