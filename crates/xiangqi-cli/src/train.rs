@@ -121,43 +121,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     // The network's CPU backend uses rayon's global pool.
     let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
-    if let Some(d) = &args.device {
-        config.run.device = d.clone();
-    }
-    if let Some(dir) = &args.pretrain {
-        let text = dir.to_str().with_context(|| {
-            format!(
-                "--pretrain {}: the path must be UTF-8 (it is kept in the run's config)",
-                dir.display()
-            )
-        })?;
-        config.run.pretrain_shards = text.to_string();
-    }
-    if let Some(n) = args.pretrain_steps {
-        if config.run.pretrain_shards.is_empty() && !args.resume {
-            anyhow::bail!(
-                "--pretrain-steps needs shards to pretrain on: --pretrain DIR or loop.pretrain_shards"
-            );
-        }
-        config.run.pretrain_steps = n;
-    }
-    // A new run's pretraining shards must be there before the run directory is made.
-    let pretrain = Path::new(&config.run.pretrain_shards);
-    if !args.resume && !config.run.pretrain_shards.is_empty() {
-        if !pretrain.exists() {
-            anyhow::bail!(
-                "pretraining shards {}: no such directory or file (loop.pretrain_shards or --pretrain)",
-                pretrain.display()
-            );
-        }
-        // Kept absolute in the run's config and its checkpoints, so that a resume from another
-        // directory finds the shards.
-        let absolute = fs::canonicalize(pretrain)
-            .with_context(|| format!("pretraining shards {}", pretrain.display()))?;
-        if let Some(text) = absolute.to_str() {
-            config.run.pretrain_shards = text.to_string();
-        }
-    }
+    apply_overrides(args, &mut config)?;
     // The device is checked before anything is written.
     let device = crate::net::device(&config.run.device)?;
 
@@ -211,29 +175,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             store.location()
         );
     }
-    fs::create_dir_all(&run_dir)
-        .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
-    // One trainer per run directory: an advisory lock on `RUN/lock`, held until this process
-    // ends (the system releases it on any exit, kill -9 included).
-    let lock_path = run_dir.join("lock");
-    let lock = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open {}", lock_path.display()))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => anyhow::bail!(
-            "another xqz train is using the run directory {} (it holds {}); stop it first or \
-             choose another --run-dir",
-            run_dir.display(),
-            lock_path.display()
-        ),
-        Err(fs::TryLockError::Error(e)) => {
-            return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
-        }
-    }
+    // Held until this process ends.
+    let _lock = lock_run_dir(&run_dir)?;
     let paths = RunPaths::under(&run_dir);
     let mut training = if args.resume {
         TrainingRun::resume_on(config.run_config(), paths.clone(), device)?
@@ -244,34 +187,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         errln!("warning: passed over {}: {reason}", path.display());
     }
     if args.resume {
-        if !training.skipped().is_empty() {
-            errln!(
-                "warning: resuming from iteration {} (the newest checkpoint that loads)",
-                training.iteration()
-            );
-        }
-        // Reports of iterations (and arenas) after the checkpoint are played again: drop them,
-        // so that each completed iteration has exactly one row.
-        let last_arena = training.last_arena_iteration().unwrap_or(0);
-        for (file, keep_to, header) in [
-            ("metrics.csv", training.iteration(), METRICS_HEADER),
-            ("arena.csv", last_arena, ARENA_HEADER),
-        ] {
-            // A file of an earlier version first gets this version's columns (or, with columns
-            // of its own, is moved aside whole), so that no row of it is dropped unread.
-            if let Some(aside) = upgrade_csv(&run_dir.join(file), header)? {
-                errln!(
-                    "warning: {file} has columns this version does not write; moved aside to {}",
-                    aside.display()
-                );
-            }
-            let dropped = truncate_csv(&run_dir.join(file), keep_to)?;
-            if dropped > 0 {
-                errln!(
-                    "{file}: dropped {dropped} row(s) after iteration {keep_to}, which the resumed run plays again"
-                );
-            }
-        }
+        drop_replayed_rows(&run_dir, &training)?;
     }
     write_atomically(&run_dir.join("config.toml"), config.to_toml()?.as_bytes())?;
     if let Some(store) = store {
@@ -303,6 +219,127 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     );
     let reason = training.run(args.iterations, &mut observer)?;
     observer.finish();
+    report_end(args, &config, &training, &observer, reason, &paths, &run_dir);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The command line's overrides of the config: `--device`, `--pretrain`, `--pretrain-steps`;
+/// a new run's pretraining shards must exist and are kept by their absolute path.
+fn apply_overrides(args: &Args, config: &mut ConfigFile) -> anyhow::Result<()> {
+    if let Some(d) = &args.device {
+        config.run.device = d.clone();
+    }
+    if let Some(dir) = &args.pretrain {
+        let text = dir.to_str().with_context(|| {
+            format!(
+                "--pretrain {}: the path must be UTF-8 (it is kept in the run's config)",
+                dir.display()
+            )
+        })?;
+        config.run.pretrain_shards = text.to_string();
+    }
+    if let Some(n) = args.pretrain_steps {
+        if config.run.pretrain_shards.is_empty() && !args.resume {
+            anyhow::bail!(
+                "--pretrain-steps needs shards to pretrain on: --pretrain DIR or loop.pretrain_shards"
+            );
+        }
+        config.run.pretrain_steps = n;
+    }
+    // A new run's pretraining shards must be there before the run directory is made.
+    let pretrain = Path::new(&config.run.pretrain_shards);
+    if !args.resume && !config.run.pretrain_shards.is_empty() {
+        if !pretrain.exists() {
+            anyhow::bail!(
+                "pretraining shards {}: no such directory or file (loop.pretrain_shards or --pretrain)",
+                pretrain.display()
+            );
+        }
+        // Kept absolute in the run's config and its checkpoints, so that a resume from another
+        // directory finds the shards.
+        let absolute = fs::canonicalize(pretrain)
+            .with_context(|| format!("pretraining shards {}", pretrain.display()))?;
+        if let Some(text) = absolute.to_str() {
+            config.run.pretrain_shards = text.to_string();
+        }
+    }
+    Ok(())
+}
+
+/// Creates the run directory and takes its advisory lock, `RUN/lock`: one trainer per run
+/// directory. The lock is held while the returned file lives (the system releases it on any
+/// exit, kill -9 included).
+fn lock_run_dir(run_dir: &Path) -> anyhow::Result<fs::File> {
+    fs::create_dir_all(run_dir)
+        .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
+    // One trainer per run directory: an advisory lock on `RUN/lock`, held until this process
+    // ends (the system releases it on any exit, kill -9 included).
+    let lock_path = run_dir.join("lock");
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "another xqz train is using the run directory {} (it holds {}); stop it first or \
+             choose another --run-dir",
+            run_dir.display(),
+            lock_path.display()
+        ),
+        Err(fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+        }
+    }
+    Ok(lock)
+}
+
+/// On resume: reports of iterations (and arenas) after the checkpoint are played again, so
+/// their rows are dropped and each completed iteration keeps exactly one row.
+fn drop_replayed_rows(run_dir: &Path, training: &TrainingRun) -> anyhow::Result<()> {
+    if !training.skipped().is_empty() {
+        errln!(
+            "warning: resuming from iteration {} (the newest checkpoint that loads)",
+            training.iteration()
+        );
+    }
+    // Reports of iterations (and arenas) after the checkpoint are played again: drop them,
+    // so that each completed iteration has exactly one row.
+    let last_arena = training.last_arena_iteration().unwrap_or(0);
+    for (file, keep_to, header) in [
+        ("metrics.csv", training.iteration(), METRICS_HEADER),
+        ("arena.csv", last_arena, ARENA_HEADER),
+    ] {
+        // A file of an earlier version first gets this version's columns (or, with columns
+        // of its own, is moved aside whole), so that no row of it is dropped unread.
+        if let Some(aside) = upgrade_csv(&run_dir.join(file), header)? {
+            errln!(
+                "warning: {file} has columns this version does not write; moved aside to {}",
+                aside.display()
+            );
+        }
+        let dropped = truncate_csv(&run_dir.join(file), keep_to)?;
+        if dropped > 0 {
+            errln!(
+                "{file}: dropped {dropped} row(s) after iteration {keep_to}, which the resumed run plays again"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The lines printed when the run stops: why, where its checkpoint is, and how to go on.
+fn report_end(
+    args: &Args,
+    config: &ConfigFile,
+    training: &TrainingRun,
+    observer: &CliObserver,
+    reason: StopReason,
+    paths: &RunPaths,
+    run_dir: &Path,
+) {
     // Every way out of `run` leaves the state in a checkpoint: the end of the last iteration,
     // or (interrupted while training) the steps taken so far.
     let dir = xiangqi_train::pipeline::list_checkpoints(&paths.checkpoints)
@@ -367,7 +404,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             spent.join(", ")
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The config and its name: `--config FILE` (name = file stem); on `--resume` without
