@@ -21,7 +21,7 @@ fn net_config() -> NetConfig {
 fn inference(c: &mut Criterion) {
     let device = cpu_device();
     device.seed(7);
-    let net = Net::new(&net_config(), &device);
+    let net = Net::new::<xiangqi::Game>(&net_config(), &device);
     let folded = InferenceNet::from_net(&net, &device).unwrap();
     let mut group = c.benchmark_group("inference");
     for batch in [1usize, 16, 64, 256] {
@@ -59,7 +59,7 @@ fn inference(c: &mut Criterion) {
 fn training(c: &mut Criterion) {
     let batch = 256;
     let planes = common::positions(batch, 150);
-    let mut samples = TrainBatch::with_capacity(batch);
+    let mut samples = TrainBatch::with_capacity::<xiangqi::Game>(batch);
     for (i, p) in planes.chunks_exact(INPUT_SIZE).enumerate() {
         let mut policy = vec![0.0; POLICY_SIZE];
         policy[(i * 7919) % POLICY_SIZE] = 0.75;
@@ -72,7 +72,8 @@ fn training(c: &mut Criterion) {
     // One pass over the batch, and micro-batches of 64 (the default: ghost batch normalisation).
     for micro_batch in [0, 64] {
         let config = TrainConfig { warmup_steps: 0, micro_batch, ..TrainConfig::default() };
-        let mut trainer = Trainer::new(&net_config(), &config, &cpu_device(), 7).unwrap();
+        let mut trainer =
+            Trainer::new::<xiangqi::Game>(&net_config(), &config, &cpu_device(), 7).unwrap();
         let name = format!("adamw_micro{micro_batch}");
         group.bench_function(BenchmarkId::new(name, batch), |b| {
             b.iter(|| {

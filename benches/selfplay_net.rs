@@ -50,7 +50,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn bench(c: &mut Criterion) {
     let (net_config, search, selfplay) = configs();
     let device = cpu_device();
-    let net = Net::seeded(&net_config, &device, 1);
+    let net = Net::seeded::<xiangqi::Game>(&net_config, &device, 1);
     let folded = InferenceNet::from_net(&net, &device).unwrap();
 
     let mut group = c.benchmark_group("selfplay_net");

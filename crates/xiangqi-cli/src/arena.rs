@@ -26,7 +26,7 @@
 //! different games are refused), or xiangqi when no network plays; `--game` must agree with
 //! the networks. `--rules` defaults to the game's default rule set (`asian`, `site`). For
 //! janggi the built-in openings are the eight pairings of the horse and elephant arrangements
-//! ([`xiangqi_search::game::JANGGI_OPENINGS`]), and an external engine is told nothing about the
+//! ([`xiangqi_search::arena::JANGGI_OPENINGS`]), and an external engine is told nothing about the
 //! variant: give it `--a-option UCI_Variant=janggi` (Fairy-Stockfish) and `--a-ranks 1` as its
 //! protocol needs.
 //!
@@ -318,8 +318,8 @@ fn print_table<G: GameEnv>(names: [&str; 2], stats: &MatchStats, config: &MatchC
     let with_first = format!("A with {}", G::SIDE_TAGS[0]);
     let with_second = format!("A with {}", G::SIDE_TAGS[1]);
     for (label, w) in [
-        (with_first.as_str(), stats.a_red),
-        (with_second.as_str(), stats.a_black),
+        (with_first.as_str(), stats.a_first),
+        (with_second.as_str(), stats.a_second),
         ("A total", stats.wdl),
     ] {
         outln!(
@@ -481,7 +481,7 @@ fn run_game<G: GameEnv>(
         bar.set_position(u64::from(stats.games()));
         bar.set_message(summary(stats));
         if let Some(f) = &game.forfeit {
-            let who = if f.loser == xiangqi::Color::Red { &game.red } else { &game.black };
+            let who = if f.loser == xiangqi::Color::Red { &game.first } else { &game.second };
             bar.suspend(|| {
                 errln!(
                     "game {}: {who} ({}) loses by {}: {}",

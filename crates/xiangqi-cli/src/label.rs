@@ -400,10 +400,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         None => None,
         Some(name) => Some(
             match game {
-                GameKind::Xiangqi => <xiangqi::Game as GameEnv>::parse_rules(name)
-                    .map(<xiangqi::Game as GameEnv>::rules_code),
-                GameKind::Janggi => <xiangqi::janggi::Game as GameEnv>::parse_rules(name)
-                    .map(<xiangqi::janggi::Game as GameEnv>::rules_code),
+                GameKind::Xiangqi => {
+                    <xiangqi::Game as xiangqi_search::GameRules>::parse_rules(name)
+                        .map(<xiangqi::Game as xiangqi_search::GameRules>::rules_code)
+                }
+                GameKind::Janggi => {
+                    <xiangqi::janggi::Game as xiangqi_search::GameRules>::parse_rules(name)
+                        .map(<xiangqi::janggi::Game as xiangqi_search::GameRules>::rules_code)
+                }
             }
             .map_err(|e| anyhow::anyhow!("--rules for {game}: {e}"))?,
         ),

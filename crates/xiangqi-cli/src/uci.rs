@@ -125,7 +125,7 @@ struct Running {
 }
 
 /// The state of the protocol loop.
-pub struct Engine<E: Evaluator<G> + Send + 'static, G: GameEnv = Game> {
+pub struct Engine<E: Evaluator<G> + Send + 'static, G: GameEnv> {
     out: Output,
     dialect: Dialect,
     options: Options<G>,

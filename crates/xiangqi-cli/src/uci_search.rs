@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use xiangqi::{Game, Move};
+use xiangqi::Move;
 use xiangqi_search::GameEnv;
 use xiangqi_search::arena::drive_search;
 use xiangqi_search::{
@@ -99,7 +99,7 @@ pub fn bytes_per_node<G: GameEnv>(history: usize) -> usize {
 
 /// What one `go` asks for.
 #[derive(Clone, Debug)]
-pub struct Job<G: GameEnv = Game> {
+pub struct Job<G: GameEnv> {
     /// The root: not over.
     pub game: G,
     /// Root moves the search must not play (banmoves, or moves outside searchmoves). Never all

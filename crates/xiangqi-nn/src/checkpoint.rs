@@ -253,7 +253,7 @@ pub struct Manifest {
     /// The game the network plays (absent in checkpoints written before janggi: xiangqi).
     #[serde(default)]
     pub game: GameKind,
-    /// The game's encoding version ([`xiangqi_search::GameEnv::ENCODING_VERSION`]) of the build
+    /// The game's encoding version ([`xiangqi_search::NetView::ENCODING_VERSION`]) of the build
     /// that wrote it.
     pub encoding_version: u32,
     /// Input planes of the network.
@@ -781,7 +781,8 @@ mod tests {
     fn a_manifest_naming_a_file_outside_its_directory_is_refused() {
         let dir = std::env::temp_dir().join(format!("xqz-ckpt-names-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        let net = Net::seeded(&NetConfig::new(1, 8), &crate::cpu_device(), 3).valid();
+        let net =
+            Net::seeded::<xiangqi::Game>(&NetConfig::new(1, 8), &crate::cpu_device(), 3).valid();
         let good = dir.join("good");
         save_net(&net, &good).unwrap();
         assert!(read_manifest(&good, None).is_ok());
@@ -811,7 +812,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xqz-ckpt-unit-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let device = crate::cpu_device();
-        let net = Net::seeded(&NetConfig::new(1, 8), &device, 3).valid();
+        let net = Net::seeded::<xiangqi::Game>(&NetConfig::new(1, 8), &device, 3).valid();
         // A weights-only checkpoint with a second data file (as an export has), and a training
         // checkpoint.
         let weights = dir.join("weights");
@@ -821,8 +822,13 @@ mod tests {
         write_atomically(&weights, manifest, &[(MODEL_FILE, &model), ("extra.bin", &extra)])
             .unwrap();
         let training = dir.join("training");
-        let trainer =
-            Trainer::new(&NetConfig::new(1, 8), &TrainConfig::default(), &device, 3).unwrap();
+        let trainer = Trainer::new::<xiangqi::Game>(
+            &NetConfig::new(1, 8),
+            &TrainConfig::default(),
+            &device,
+            3,
+        )
+        .unwrap();
         save_trainer(&trainer, &training, &BTreeMap::new()).unwrap();
         for (source, file) in [
             (&weights, MODEL_FILE),

@@ -32,7 +32,7 @@
 //! use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator, SearchGame};
 //!
 //! let device = cpu_device();
-//! let net = Net::new(&NetConfig::tiny(), &device);
+//! let net = Net::new::<xiangqi::Game>(&NetConfig::tiny(), &device);
 //! let mut evaluator = NnEvaluator::new(InferenceNet::from_net(&net, &device).unwrap());
 //!
 //! let game = Game::new(Position::start(), RuleSet::Asian);

@@ -27,7 +27,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE};
-use xiangqi_search::Encoding;
+use xiangqi_search::{Encoding, GameEnv};
 
 use crate::config::NetConfig;
 
@@ -231,13 +231,15 @@ impl Net {
     /// A freshly initialised network on `device`, its weights drawn from burn's device
     /// generator (`device.seed(..)` seeds it, but it is shared by the whole process: use
     /// [`Net::seeded`] for weights that depend on a seed alone).
-    /// The configuration should be valid ([`NetConfig::validate`]).
-    pub fn new(config: &NetConfig, device: &Device) -> Net {
-        Net::for_encoding(config, Encoding::default(), device)
+    /// `G` is the game (`Net::new::<xiangqi::Game>(..)`): its [`Encoding`] sizes the input
+    /// convolution and the policy head. The configuration should be valid
+    /// ([`NetConfig::validate`]).
+    pub fn new<G: GameEnv>(config: &NetConfig, device: &Device) -> Net {
+        Net::for_encoding(config, Encoding::of::<G>(), device)
     }
 
-    /// [`Net::new`] for a game's encoding: `encoding.planes` input planes and
-    /// `encoding.policy_size` policy logits ([`Net::new`] is xiangqi's).
+    /// [`Net::new`] for a game's encoding given as a value: `encoding.planes` input planes and
+    /// `encoding.policy_size` policy logits.
     pub fn for_encoding(config: &NetConfig, encoding: Encoding, device: &Device) -> Net {
         let f = config.filters;
         let tower = (0..config.blocks)
@@ -273,8 +275,9 @@ impl Net {
     /// threads drawing from burn's process-wide generator): every convolution and linear layer
     /// uniform in `±1 / √fan_in`, as burn initialises them, from a ChaCha8 generator; batch
     /// normalisation starts as the identity.
-    pub fn seeded(config: &NetConfig, device: &Device, seed: u64) -> Net {
-        Net::seeded_for(config, Encoding::default(), device, seed)
+    /// `G` is the game, as in [`Net::new`].
+    pub fn seeded<G: GameEnv>(config: &NetConfig, device: &Device, seed: u64) -> Net {
+        Net::seeded_for(config, Encoding::of::<G>(), device, seed)
     }
 
     /// [`Net::seeded`] for a game's encoding.
@@ -324,7 +327,7 @@ impl Net {
     }
 
     /// Policy and WDL logits for a batch of encoded positions
-    /// ([`xiangqi_search::GameEnv::encode_planes`]).
+    /// ([`xiangqi_search::NetView::encode_planes`]).
     ///
     /// # Shapes
     /// * `planes`: `[B, PLANES, 10, 9]` (16 planes for both games)
@@ -409,8 +412,8 @@ mod tests {
         let weights = |seed| {
             // Draws from burn's shared generator in between must not matter.
             device.seed(seed + 100);
-            let _ = Net::new(&config, &device);
-            let net = Net::seeded(&config, &device, seed);
+            let _ = Net::new::<xiangqi::Game>(&config, &device);
+            let net = Net::seeded::<xiangqi::Game>(&config, &device, seed);
             let mut all = host(net.input.conv.weight.val()).0;
             all.extend(host(net.tower[0].pool.as_ref().unwrap().fc.weight.val()).0);
             all.extend(host(net.value_fc2.bias.as_ref().unwrap().val()).0);
@@ -440,7 +443,8 @@ mod tests {
             // running beside this one, and some draws (seed 7 here, too) leave the
             // squeeze-excitation net with every activation dead: an exactly symmetric output,
             // which the guard below rejects as a useless fixture.
-            let mut net = Net::seeded(&NetConfig { global, ..config.clone() }, &device, 3);
+            let mut net =
+                Net::seeded::<xiangqi::Game>(&NetConfig { global, ..config.clone() }, &device, 3);
             symmetrize_conv(&mut net.input);
             for b in &mut net.tower {
                 symmetrize_conv(&mut b.conv1);

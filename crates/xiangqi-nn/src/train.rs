@@ -33,7 +33,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use xiangqi::env::{InvalidPieceCode, PLANE_FILES, PLANE_RANKS, PlaneInputs};
-use xiangqi_search::Encoding;
+use xiangqi_search::{Encoding, GameEnv};
 
 use crate::config::{ConfigError, NetConfig, OptimizerKind, TrainConfig};
 use crate::error::NnError;
@@ -46,7 +46,7 @@ use crate::model::{Net, WDL};
 /// the `POLICY_SIZE` actions, all zero for a sample without a full search), its WDL target
 /// (win, draw, loss for the side to move; one-hot for a game result) and whether its search was
 /// a full one.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TrainBatch {
     encoding: Encoding,
     planes: Vec<f32>,
@@ -60,18 +60,18 @@ pub struct TrainBatch {
 }
 
 impl TrainBatch {
-    /// An empty batch.
-    pub fn new() -> TrainBatch {
-        TrainBatch::default()
+    /// An empty batch of samples of the game `G` (`TrainBatch::new::<xiangqi::Game>()`).
+    pub fn new<G: GameEnv>() -> TrainBatch {
+        TrainBatch::for_encoding(Encoding::of::<G>(), 0)
     }
 
-    /// An empty batch with room for `n` samples.
-    pub fn with_capacity(n: usize) -> TrainBatch {
-        TrainBatch::for_encoding(Encoding::default(), n)
+    /// An empty batch of samples of the game `G` with room for `n` samples.
+    pub fn with_capacity<G: GameEnv>(n: usize) -> TrainBatch {
+        TrainBatch::for_encoding(Encoding::of::<G>(), n)
     }
 
-    /// An empty batch of samples of a game's `encoding` with room for `n` samples
-    /// ([`TrainBatch::new`] and [`TrainBatch::with_capacity`] are xiangqi's).
+    /// An empty batch of samples of a game's `encoding`, given as a value, with room for `n`
+    /// samples.
     pub fn for_encoding(encoding: Encoding, n: usize) -> TrainBatch {
         TrainBatch {
             encoding,
@@ -458,21 +458,21 @@ impl RngState {
 }
 
 impl Trainer {
-    /// A trainer with a freshly initialised network ([`Net::seeded`]). The device is made an
+    /// A trainer with a freshly initialised network ([`Net::seeded`]; `G` is the game). The device is made an
     /// autodiff device if it is not one; `seed` seeds the weights and the augmentation RNG.
     ///
     /// # Errors
     /// A [`ConfigError`] if either configuration is invalid.
-    pub fn new(
+    pub fn new<G: GameEnv>(
         net_config: &NetConfig,
         config: &TrainConfig,
         device: &Device,
         seed: u64,
     ) -> Result<Trainer, ConfigError> {
-        Trainer::for_encoding(net_config, Encoding::default(), config, device, seed)
+        Trainer::for_encoding(net_config, Encoding::of::<G>(), config, device, seed)
     }
 
-    /// [`Trainer::new`] for a game's encoding ([`Trainer::new`] is xiangqi's).
+    /// [`Trainer::new`] for a game's encoding given as a value.
     ///
     /// # Errors
     /// A [`ConfigError`] if either configuration is invalid.

@@ -34,7 +34,7 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 /// export that dropped or mixed up γ, β, μ or σ² would change the outputs.
 fn trained_looking_net(config: &NetConfig, seed: u64) -> Net {
     let device = cpu_device();
-    let mut net = Net::seeded(config, &device, seed);
+    let mut net = Net::seeded::<xiangqi::Game>(config, &device, seed);
     let mut k = seed;
     let mut bn = |b: &mut burn::nn::BatchNorm| {
         let n = b.gamma.val().dims()[0];
@@ -219,7 +219,7 @@ fn safetensors_follow_the_documented_names_and_pytorch_layouts() {
 fn exports_never_overwrite_other_directories_and_damage_is_refused() {
     let device = cpu_device();
     let config = configs().remove(0);
-    let net = Net::seeded(&config, &device, 1).valid();
+    let net = Net::seeded::<xiangqi::Game>(&config, &device, 1).valid();
     let src = temp_dir("refuse-src");
     checkpoint::save_net(&net, &src).unwrap();
     let manifest = checkpoint::verify(&src, None).unwrap();
@@ -239,8 +239,13 @@ fn exports_never_overwrite_other_directories_and_damage_is_refused() {
     assert_eq!(fs::read_to_string(other.join("notes.txt")).unwrap(), "keep me");
     // A training checkpoint (with its optimizer state) is never replaced.
     let training = temp_dir("refuse-training");
-    let trainer =
-        xiangqi_nn::Trainer::new(&config, &xiangqi_nn::TrainConfig::default(), &device, 1).unwrap();
+    let trainer = xiangqi_nn::Trainer::new::<xiangqi::Game>(
+        &config,
+        &xiangqi_nn::TrainConfig::default(),
+        &device,
+        1,
+    )
+    .unwrap();
     checkpoint::save_trainer(&trainer, &training, &Default::default()).unwrap();
     let e = export::export_net(&net, &manifest, &training).unwrap_err();
     assert!(e.to_string().contains("training checkpoint"), "{e}");

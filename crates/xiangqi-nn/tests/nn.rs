@@ -49,7 +49,7 @@ fn games(n: usize, seed: u64) -> Vec<Game> {
 /// A batch of `n` samples from random positions: the policy target is concentrated on two legal
 /// moves, the WDL target cycles through win, draw, loss.
 fn batch(n: usize, seed: u64, full: impl Fn(usize) -> bool) -> TrainBatch {
-    let mut b = TrainBatch::with_capacity(n);
+    let mut b = TrainBatch::with_capacity::<xiangqi::Game>(n);
     let mut planes = vec![0.0; INPUT_SIZE];
     for (i, game) in games(n, seed).iter().enumerate() {
         env::encode_planes(game, &mut planes);
@@ -97,7 +97,8 @@ fn overfit(micro_batch: usize) {
         mirror: false,
         ..TrainConfig::default()
     };
-    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 1).unwrap();
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 1).unwrap();
     let b = batch(16, 11, |_| true);
     let first = trainer.step(&b).unwrap();
     let mut last = first;
@@ -156,7 +157,8 @@ fn plain_sgd(micro_batch: usize) -> TrainConfig {
 
 /// The change of every parameter in one step of a fresh trainer (seed 9) on `b`.
 fn update(config: &TrainConfig, b: &TrainBatch) -> Vec<f32> {
-    let mut t = Trainer::new(&NetConfig::tiny(), config, &cpu_device(), 9).unwrap();
+    let mut t =
+        Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), config, &cpu_device(), 9).unwrap();
     let before = params_of(t.net());
     t.step(b).unwrap();
     let after = params_of(t.net());
@@ -169,7 +171,8 @@ fn micro_batches_sum_their_gradients() {
     let b = batch(8, 12, |i| i % 3 != 0);
     let step = |micro_batch| {
         let config = TrainConfig { micro_batch, ..no_warmup() };
-        let mut t = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 9).unwrap();
+        let mut t =
+            Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 9).unwrap();
         let m = t.step(&b).unwrap();
         (m, t.inference_net(&cpu_device()).unwrap().predict(b.planes().to_vec()).unwrap())
     };
@@ -187,7 +190,7 @@ fn micro_batches_sum_their_gradients() {
     let micro = update(&plain_sgd(3), &all_full);
     let mut parts = vec![0.0f32; micro.len()];
     for (start, end) in [(0, 3), (3, 6), (6, 8)] {
-        let mut part = TrainBatch::with_capacity(end - start);
+        let mut part = TrainBatch::with_capacity::<xiangqi::Game>(end - start);
         for i in start..end {
             let planes = &all_full.planes()[i * INPUT_SIZE..(i + 1) * INPUT_SIZE];
             let policy = &all_full.policy()[i * POLICY_SIZE..(i + 1) * POLICY_SIZE];
@@ -212,7 +215,7 @@ fn micro_batches_sum_their_gradients() {
     assert!((parts.loss - (parts.policy_loss + parts.value_loss)).abs() < 1e-4);
     assert!(parts.grad_norm.is_finite() && parts.grad_norm > 0.0);
     // Switching between micro-batches and whole batches keeps training.
-    let mut t = Trainer::new(
+    let mut t = Trainer::new::<xiangqi::Game>(
         &NetConfig::tiny(),
         &TrainConfig { micro_batch: 3, ..no_warmup() },
         &cpu_device(),
@@ -248,7 +251,8 @@ fn outputs_have_the_documented_shapes_and_folding_keeps_them() {
             ..NetConfig::default()
         };
         // A few steps so that the batch-norm statistics are not the initial ones.
-        let mut trainer = Trainer::new(&net_config, &no_warmup(), &cpu_device(), 2).unwrap();
+        let mut trainer =
+            Trainer::new::<xiangqi::Game>(&net_config, &no_warmup(), &cpu_device(), 2).unwrap();
         let b = batch(8, 5, |_| true);
         for _ in 0..3 {
             trainer.step(&b).unwrap();
@@ -289,7 +293,7 @@ fn outputs_have_the_documented_shapes_and_folding_keeps_them() {
 fn evaluator_priors_sum_to_one_over_legal_moves() {
     let device = cpu_device();
     device.seed(3);
-    let net = Net::new(&NetConfig::tiny(), &device);
+    let net = Net::new::<xiangqi::Game>(&NetConfig::tiny(), &device);
     let folded = InferenceNet::from_net(&net, &device).unwrap();
     let mut evaluator = NnEvaluator::new(folded.clone());
     let games = games(12, 99);
@@ -350,8 +354,8 @@ fn evaluator_priors_sum_to_one_over_legal_moves() {
 
 #[test]
 fn compact_samples_give_the_same_batch() {
-    let mut dense = TrainBatch::new();
-    let mut compact = TrainBatch::new();
+    let mut dense = TrainBatch::new::<xiangqi::Game>();
+    let mut compact = TrainBatch::new::<xiangqi::Game>();
     let mut planes = vec![0.0; INPUT_SIZE];
     for game in games(5, 17) {
         env::encode_planes(&game, &mut planes);
@@ -386,7 +390,8 @@ fn compact_samples_give_the_same_batch() {
 #[test]
 fn samples_without_a_full_search_carry_no_policy_loss() {
     let config = TrainConfig { weight_decay: 0.0, mirror: false, ..no_warmup() };
-    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
     let before: Vec<f32> = trainer.net().policy_fc.weight.val().try_to_vec_as::<f32>().unwrap();
     let m = trainer.step(&batch(8, 3, |_| false)).unwrap();
     assert_eq!(m.policy_loss, 0.0);
@@ -410,7 +415,8 @@ fn metrics_report_the_schedule_and_the_clipping() {
         grad_clip_norm: 1e-3,
         ..TrainConfig::default()
     };
-    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 5).unwrap();
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 5).unwrap();
     let b = batch(8, 8, |_| true);
     for step in 0..5 {
         let m = trainer.step(&b).unwrap();
@@ -424,7 +430,7 @@ fn metrics_report_the_schedule_and_the_clipping() {
         let expected = m.policy_loss + m.value_loss;
         assert!((m.loss - expected).abs() < 1e-4 * expected);
     }
-    assert!(trainer.step(&TrainBatch::new()).is_err());
+    assert!(trainer.step(&TrainBatch::new::<xiangqi::Game>()).is_err());
 }
 
 #[test]
@@ -433,7 +439,8 @@ fn checkpoint_round_trip_restores_weights_and_optimizer() {
     let ckpt = dir.join("ckpt");
     let net_config =
         NetConfig { global: GlobalKind::SqueezeExcitation, global_every: 1, ..NetConfig::tiny() };
-    let mut trainer = Trainer::new(&net_config, &no_warmup(), &cpu_device(), 6).unwrap();
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&net_config, &no_warmup(), &cpu_device(), 6).unwrap();
     let b = batch(8, 21, |i| i % 2 == 0);
     for _ in 0..3 {
         trainer.step(&b).unwrap();
@@ -484,7 +491,8 @@ fn checkpoint_round_trip_restores_weights_and_optimizer() {
 fn damaged_and_mismatched_checkpoints_are_refused() {
     let dir = temp_dir("refusals");
     let net_config = NetConfig::tiny();
-    let trainer = Trainer::new(&net_config, &no_warmup(), &cpu_device(), 7).unwrap();
+    let trainer =
+        Trainer::new::<xiangqi::Game>(&net_config, &no_warmup(), &cpu_device(), 7).unwrap();
     let good = dir.join("good");
     checkpoint::save_trainer(&trainer, &good, &BTreeMap::new()).unwrap();
     checkpoint::verify(&good, Some(&net_config)).unwrap();
@@ -558,7 +566,7 @@ fn damaged_and_mismatched_checkpoints_are_refused() {
 /// Samples of random positions as a shard stores them: every legal move listed, the target
 /// uniform over the first `k` of them.
 fn compact_batch(n: usize, k: usize, value_weight: f32) -> (TrainBatch, Vec<usize>) {
-    let mut b = TrainBatch::with_capacity(n);
+    let mut b = TrainBatch::with_capacity::<xiangqi::Game>(n);
     let mut legal_counts = Vec::new();
     for game in games(n, 5) {
         let pos = game.position();
@@ -590,7 +598,8 @@ fn masked_illegal_moves_get_no_probability_and_no_gradient() {
     let max_legal = *legal.iter().max().unwrap() as f32;
     let step = |mask_illegal: bool| {
         let config = TrainConfig { mask_illegal, mirror: true, ..no_warmup() };
-        let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 3).unwrap();
+        let mut trainer =
+            Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 3).unwrap();
         trainer.step(&b).unwrap()
     };
     let masked = step(true);
@@ -606,7 +615,8 @@ fn masked_illegal_moves_get_no_probability_and_no_gradient() {
     // Training on the masked loss moves the probability within the legal moves: the
     // illegal actions never gain any (their softmax weight is exactly 0).
     let config = TrainConfig { learning_rate: 3e-3, ..no_warmup() };
-    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 3).unwrap();
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 3).unwrap();
     let first = trainer.step(&b).unwrap();
     let mut last = first;
     for _ in 0..60 {
@@ -626,7 +636,8 @@ fn masked_illegal_moves_get_no_probability_and_no_gradient() {
     // The policy layer's bias `[POLICY_SIZE]` and weight `[inputs, POLICY_SIZE]` after a step.
     let policy_layer = |mask_illegal: bool| {
         let config = TrainConfig { mask_illegal, ..plain_sgd(0) };
-        let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 3).unwrap();
+        let mut trainer =
+            Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 3).unwrap();
         let layer = |t: &Trainer| {
             let fc = &t.net().policy_fc;
             let bias = fc.bias.as_ref().unwrap().val().try_into_vec_as::<f32>().unwrap();
@@ -666,7 +677,8 @@ fn a_value_weight_of_zero_teaches_the_value_head_nothing() {
         [params_of(&net.value_conv), params_of(&net.value_fc1), params_of(&net.value_fc2)].concat()
     };
     let (b, _) = compact_batch(16, 2, 0.0);
-    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
     let (head, trunk) = (value_head(&trainer), params_of(&trainer.net().input));
     let m = trainer.step(&b).unwrap();
     assert_eq!(m.value_loss, 0.0, "{m:?}");
@@ -676,7 +688,8 @@ fn a_value_weight_of_zero_teaches_the_value_head_nothing() {
     // With weight 1 the same samples have a value loss (ln 3 for an untrained net, about), and
     // the value head learns from it.
     let (b, _) = compact_batch(16, 2, 1.0);
-    let mut trainer = Trainer::new(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 4).unwrap();
     let m = trainer.step(&b).unwrap();
     assert!(m.value_loss > 0.3, "{m:?}");
     let moved = value_head(&trainer);

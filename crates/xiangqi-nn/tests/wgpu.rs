@@ -72,7 +72,8 @@ fn small_net() -> Net {
         global: GlobalKind::GlobalPooling,
         ..NetConfig::tiny()
     };
-    let mut trainer = Trainer::new(&config, &no_mirror(), &cpu_device(), 3).unwrap();
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&config, &no_mirror(), &cpu_device(), 3).unwrap();
     for seed in 0..3 {
         trainer.step(&batch(32, seed)).unwrap();
     }
@@ -86,7 +87,7 @@ fn no_mirror() -> TrainConfig {
 /// `n` samples: planes of [`planes`], a policy target on two actions, WDL targets in turn.
 fn batch(n: usize, seed: u64) -> TrainBatch {
     let all = planes(n + seed as usize);
-    let mut b = TrainBatch::with_capacity(n);
+    let mut b = TrainBatch::with_capacity::<xiangqi::Game>(n);
     for i in 0..n {
         let mut policy = vec![0.0; POLICY_SIZE];
         policy[(i * 37 + 11) % POLICY_SIZE] = 0.75;

@@ -48,7 +48,10 @@ pub mod tree;
 pub use config::{Algorithm, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig, WinCheck};
 pub use driver::{BatchCounters, Lane, Lockstep, drive_search};
 pub use eval::{EvalBuffer, EvalLog, EvalRequest, Evaluator, ScriptedEvaluator, UniformEvaluator};
-pub use game::{Encoding, GameEnv, GameKind, ParseGameKindError, SearchGame};
+pub use game::{
+    Encoding, GameEnv, GameKind, GameRules, Material, NetView, Notation, ParseGameKindError,
+    SearchGame,
+};
 pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn_moves};
 pub use resign::ResignCalibration;
 pub use search::{Search, SearchResult};

@@ -54,7 +54,7 @@ pub struct SampleTarget {
 
 /// A finished game.
 #[derive(Clone, Debug)]
-pub struct GameRecord<G: GameEnv = xiangqi::Game> {
+pub struct GameRecord<G: GameEnv> {
     /// The game's number in its self-play run (its random generator is seeded from it).
     pub game_id: u64,
     /// The rule set.
@@ -78,7 +78,7 @@ pub struct GameRecord<G: GameEnv = xiangqi::Game> {
     /// threshold above it (see [`crate::resign`]).
     pub lowest_value: [f32; 2],
     /// The final position's material balance, first player's minus second's, in half-pawns
-    /// ([`GameEnv::material_half_pawns`]), measured where the game was played (self-play, the
+    /// ([`Material::material_half_pawns`](crate::Material::material_half_pawns)), measured where the game was played (self-play, the
     /// arena, an import); `None` when it was not, and then [`GameRecord::final_material`]
     /// replays the moves to find it.
     pub final_material: Option<i16>,

@@ -8,7 +8,7 @@
 //! |---|---|---|---|
 //! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (4) |
 //! | `game` | u8 | `[1]` | the game ([`GameKind::code`]): 0 = xiangqi, 1 = janggi (absent before version 4: xiangqi) |
-//! | `rules` | u8 | `[1]` | the rule set ([`GameEnv::rules_code`]): xiangqi 0 = `asian`, 1 = `simple`; janggi 0 = `site`, 1 = `traditional` |
+//! | `rules` | u8 | `[1]` | the rule set ([`GameRules::rules_code`](crate::GameRules::rules_code)): xiangqi 0 = `asian`, 1 = `simple`; janggi 0 = `site`, 1 = `traditional` |
 //! | `boards` | u8 | `[N, 90]` | piece codes ([`xiangqi::env::encode_board_compact`]): 0 empty, 1–7 the first player's (Red's, Cho's) general, advisor or guard, elephant, horse, chariot, cannon, soldier, 8–14 the same for the second player (Black, Han); index = rank · 9 + file, rank 0 = the first player's home rank |
 //! | `turn` | u8 | `[N]` | side to move: 0 the first player (Red, Cho), 1 the second (Black, Han) |
 //! | `halfmove_clock` | u16 | `[N]` | plies since the last capture |
@@ -22,7 +22,7 @@
 //! | `ply` | u16 | `[N]` | plies from the game's start position |
 //! | `ending` | u8 | `[N]` | how the sample's game ended: [`xiangqi::OutcomeReason::index`] (0 `checkmate` … 8 `resignation`, 9 `length_cap`); 255 unknown (read from version 1) |
 //! | `game_plies` | u16 | `[N]` | the length of the sample's game in plies (0 unknown): plies left = `game_plies − ply` |
-//! | `final_material` | i16 | `[N]` | the material balance of the game's final position for the sample's side to move, in half-pawns ([`GameEnv::material_half_pawns`]); [`UNKNOWN_MATERIAL`] when unknown |
+//! | `final_material` | i16 | `[N]` | the material balance of the game's final position for the sample's side to move, in half-pawns ([`Material::material_half_pawns`](crate::Material::material_half_pawns)); [`UNKNOWN_MATERIAL`] when unknown |
 //! | `policy_offsets` | u32 | `[N + 1]` | sample `i`'s policy is entries `policy_offsets[i]..policy_offsets[i + 1]` (CSR) |
 //! | `policy_moves` | u16 | `[M]` | every legal move of the sample, as [`xiangqi::Move::to_u16`]: `from + 128 · to`, point = rank · 9 + file (a janggi pass: from = to = the general's point) |
 //! | `policy_probs` | f32 | `[M]` | the search policy (sums to 1 per sample; entries may be 0) |
@@ -143,7 +143,7 @@ pub enum ShardError {
 pub struct Shard {
     /// The game of the samples.
     pub game: GameKind,
-    /// The rule set of the games ([`GameEnv::rules_code`] of `game`).
+    /// The rule set of the games ([`GameRules::rules_code`](crate::GameRules::rules_code) of `game`).
     pub rules: u8,
     /// Piece codes, 90 per sample.
     pub boards: Vec<[u8; 90]>,
@@ -225,7 +225,7 @@ impl Shard {
     }
 
     /// An empty shard for games of `game` under the rule set of code `rules`
-    /// ([`GameEnv::rules_code`]).
+    /// ([`GameRules::rules_code`](crate::GameRules::rules_code)).
     pub fn empty(game: GameKind, rules: u8) -> Shard {
         Shard { game, rules, policy_offsets: vec![0], ..Shard::default() }
     }

@@ -312,8 +312,8 @@ fn pgn_moves_reparse() {
 #[test]
 fn shards_record_each_games_ending_length_and_final_material() {
     use xiangqi::{Outcome, Position};
-    use xiangqi_search::{GameEnv, GameRecord, read_shard_from, write_shard_to};
-    let material_balance = <xiangqi::Game as GameEnv>::material_half_pawns;
+    use xiangqi_search::{GameRecord, Material, read_shard_from, write_shard_to};
+    let material_balance = <xiangqi::Game as Material>::material_half_pawns;
     // Material by hand: the start position is even; without Black's a9 chariot Red is 9 pawns
     // (18 half-pawns) up; without a Red cannon (4.5) and a Black soldier (1), Black is 3.5 up.
     let start = Position::start();

@@ -889,8 +889,8 @@ mod tests {
         let config =
             xiangqi_nn::NetConfig { blocks: 1, filters: 8, ..xiangqi_nn::NetConfig::default() };
         let device = xiangqi_nn::cpu_device();
-        let first = Net::new(&config, &device);
-        let second = Net::new(&config, &device);
+        let first = Net::new::<xiangqi::Game>(&config, &device);
+        let second = Net::new::<xiangqi::Game>(&config, &device);
         assert_eq!(publish_net(&store, 3, &first).unwrap(), Published::New);
         assert_eq!(latest_generation(&store).unwrap(), Some(3));
         // Published again (a resumed trainer): the first net stays, whole and loadable.

@@ -4,7 +4,7 @@ use std::fmt;
 use std::io::{self, Write};
 use std::time::Instant;
 
-use xiangqi::{Color, Game, Move, Outcome, OutcomeReason};
+use xiangqi::{Color, Move, Outcome, OutcomeReason};
 
 use crate::game::GameEnv;
 use crate::record::GameRecord;
@@ -77,7 +77,7 @@ pub struct Forfeit {
 
 /// Settings of every game of a match (of game `G`, xiangqi by default).
 #[derive(Debug)]
-pub struct GameSettings<G: GameEnv = Game> {
+pub struct GameSettings<G: GameEnv> {
     /// The rule set that judges the games.
     pub rules: G::Rules,
     /// Plies (opening included) after which an undecided game is stopped and scored as a draw
@@ -113,14 +113,14 @@ impl<G: GameEnv> Default for GameSettings<G> {
 
 /// A finished arena game.
 #[derive(Clone, Debug)]
-pub struct ArenaGame<G: GameEnv = Game> {
+pub struct ArenaGame<G: GameEnv> {
     /// The moves and the verdict. A forfeit is recorded as a win for the other side with reason
     /// [`OutcomeReason::Resignation`] (the rules have no forfeit verdict); see `forfeit`.
     pub record: GameRecord<G>,
     /// The first player's name (xiangqi's Red, janggi's Cho).
-    pub red: String,
+    pub first: String,
     /// The second player's name (xiangqi's Black, janggi's Han).
-    pub black: String,
+    pub second: String,
     /// The opening's name.
     pub opening: String,
     /// Set when a player lost by failing rather than by the rules.
@@ -130,8 +130,8 @@ pub struct ArenaGame<G: GameEnv = Game> {
 impl<G: GameEnv> PartialEq for ArenaGame<G> {
     fn eq(&self, other: &Self) -> bool {
         self.record == other.record
-            && self.red == other.red
-            && self.black == other.black
+            && self.first == other.first
+            && self.second == other.second
             && self.opening == other.opening
             && self.forfeit == other.forfeit
     }
@@ -158,9 +158,9 @@ impl<G: GameEnv> ArenaGame<G> {
             if line.starts_with("[Event ") {
                 writeln!(w, "[Event \"{}\"]", escape_tag(event))?;
             } else if line.starts_with(&format!("[{} ", G::SIDE_TAGS[0])) {
-                writeln!(w, "[{} \"{}\"]", G::SIDE_TAGS[0], escape_tag(&self.red))?;
+                writeln!(w, "[{} \"{}\"]", G::SIDE_TAGS[0], escape_tag(&self.first))?;
             } else if line.starts_with(&format!("[{} ", G::SIDE_TAGS[1])) {
-                writeln!(w, "[{} \"{}\"]", G::SIDE_TAGS[1], escape_tag(&self.black))?;
+                writeln!(w, "[{} \"{}\"]", G::SIDE_TAGS[1], escape_tag(&self.second))?;
             } else if line.starts_with("[Termination ") {
                 match &self.forfeit {
                     Some(f) => {
@@ -197,13 +197,14 @@ fn escape_tag(s: &str) -> String {
     out
 }
 
-/// Plays one game from `opening` between `red` and `black` (the players of the opening's side
-/// to move and the other side, by colour) and returns it. Never fails: a player's failure is a
-/// [`Forfeit`]. Every verdict not a forfeit comes from the rules ([`Game`]), or from
+/// Plays one game from `opening` between `first`, who plays the first player's colour
+/// (xiangqi's Red, janggi's Cho), and `second`, whichever side the opening leaves to move, and
+/// returns it. Never fails: a player's failure is a [`Forfeit`]. Every verdict not a forfeit
+/// comes from the rules ([`GameRules::outcome`](crate::GameRules::outcome)), or from
 /// `max_plies` (a draw by [`OutcomeReason::LengthCap`]).
 pub fn play_game<G: GameEnv>(
-    red: &mut dyn Player<G>,
-    black: &mut dyn Player<G>,
+    first: &mut dyn Player<G>,
+    second: &mut dyn Player<G>,
     opening: &Opening<G>,
     settings: &GameSettings<G>,
     game_id: u64,
@@ -211,7 +212,8 @@ pub fn play_game<G: GameEnv>(
     let mut game = opening.game(settings.rules);
     let mut forfeit = None;
     for color in [Color::Red, Color::Black] {
-        let player: &mut dyn Player<G> = if color == Color::Red { &mut *red } else { &mut *black };
+        let player: &mut dyn Player<G> =
+            if color == Color::Red { &mut *first } else { &mut *second };
         if let Err(e) = player.new_game(game_id) {
             forfeit.get_or_insert(Forfeit { loser: color, kind: e.kind(), detail: e.to_string() });
         }
@@ -221,10 +223,11 @@ pub fn play_game<G: GameEnv>(
             break;
         }
         let color = game.turn();
-        let player: &mut dyn Player<G> = if color == Color::Red { &mut *red } else { &mut *black };
+        let player: &mut dyn Player<G> =
+            if color == Color::Red { &mut *first } else { &mut *second };
         forfeit = play_player_move(player, &mut game, &settings.limit);
     }
-    finished_game(&game, forfeit, settings, game_id, [red.name(), black.name()], opening.name())
+    finished_game(&game, forfeit, settings, game_id, [first.name(), second.name()], opening.name())
 }
 
 /// Ends an undecided `game` as a draw by [`OutcomeReason::LengthCap`] once it has
@@ -304,8 +307,8 @@ pub(super) fn finished_game<G: GameEnv>(
             lowest_value: [1.0; 2],
             final_material: Some(crate::record::material_of(game)),
         },
-        red: names[0].to_string(),
-        black: names[1].to_string(),
+        first: names[0].to_string(),
+        second: names[1].to_string(),
         opening: opening.to_string(),
         forfeit,
     }
@@ -314,6 +317,8 @@ pub(super) fn finished_game<G: GameEnv>(
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use xiangqi::Game;
 
     use crate::arena::player::RandomPlayer;
 
@@ -324,7 +329,7 @@ mod tests {
         sleep: Duration,
     }
 
-    impl Player for Broken {
+    impl Player<Game> for Broken {
         fn name(&self) -> &str {
             "broken"
         }

@@ -1,6 +1,6 @@
 //! Sequential matches: [`run_match`] and its [`MatchConfig`].
 
-use xiangqi::{Color, Game};
+use xiangqi::Color;
 
 use crate::game::GameEnv;
 
@@ -11,7 +11,7 @@ use super::stats::{MatchStats, Sprt, SprtVerdict};
 
 /// Settings of a match.
 #[derive(Debug)]
-pub struct MatchConfig<G: GameEnv = Game> {
+pub struct MatchConfig<G: GameEnv> {
     /// Games to play (at most; an SPRT may stop earlier).
     pub games: u32,
     /// Settings of each game.
@@ -73,7 +73,7 @@ pub fn run_match<G: GameEnv>(
 
 #[cfg(test)]
 mod tests {
-    use xiangqi::RuleSet;
+    use xiangqi::{Game, RuleSet};
 
     use crate::arena::player::{GreedyPlayer, RandomPlayer};
     use crate::record::parse_pgn_moves;
@@ -84,7 +84,7 @@ mod tests {
     fn greedy_beats_random_clearly() {
         let mut greedy = GreedyPlayer::new(7);
         let mut random = RandomPlayer::new(8);
-        let config: MatchConfig =
+        let config: MatchConfig<Game> =
             MatchConfig { games: 20, settings: GameSettings::default(), sprt: None };
         let stats = run_match(
             &mut greedy,
@@ -104,6 +104,6 @@ mod tests {
         );
         assert_eq!(stats.games(), 20);
         assert!(stats.wdl.score() > 0.75, "{} {:?}", stats.wdl, stats.reasons);
-        assert_eq!(stats.a_red.games(), 10);
+        assert_eq!(stats.a_first.games(), 10);
     }
 }

@@ -66,7 +66,7 @@ pub use crate::driver::{BatchCounters, drive_search};
 pub use batched::{BatchedMatch, BatchedMatchError, run_match_batched, run_match_batched_shared};
 pub use game::{ArenaGame, Forfeit, ForfeitKind, GameSettings, play_game};
 pub use matches::{MatchConfig, run_match};
-pub use opening::{BUILTIN_OPENINGS, Opening, OpeningError, parse_openings};
+pub use opening::{JANGGI_OPENINGS, Opening, OpeningError, XIANGQI_OPENINGS, parse_openings};
 pub use player::{
     GreedyPlayer, LocalPlayer, MctsPlayer, MoveLimit, Player, PlayerError, RandomPlayer,
 };

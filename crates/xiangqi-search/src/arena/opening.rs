@@ -1,13 +1,13 @@
 //! Openings: where the games of a match begin ([`Opening`], [`parse_openings`]).
 
 use thiserror::Error;
-use xiangqi::{Game, Move};
+use xiangqi::Move;
 
 use crate::game::{GameEnv, SearchGame};
 
-/// Xiangqi's built-in openings: a name and the first moves from the start position (UCI,
+/// Xiangqi's built-in arena openings: a name and the first moves from the start position (UCI,
 /// ranks 0–9).
-pub const BUILTIN_OPENINGS: [(&str, &str); 8] = [
+pub const XIANGQI_OPENINGS: [(&str, &str); 8] = [
     ("central cannon vs screen horses", "h2e2 h9g7 h0g2 i9h9 i0h0 b9c7"),
     ("same-direction cannons", "h2e2 h7e7 h0g2 h9g7"),
     ("opposite-direction cannons", "h2e2 b7e7 h0g2 b9c7"),
@@ -16,6 +16,21 @@ pub const BUILTIN_OPENINGS: [(&str, &str); 8] = [
     ("horse opening", "h0g2 h9g7 g3g4 g6g5"),
     ("palace-crossing cannon", "h2d2 h9g7 h0g2 i9h9"),
     ("central cannon, chariot across the river", "h2e2 h9g7 h0g2 i9h9 i0h0 g6g5 h0h6"),
+];
+
+/// Janggi's built-in arena openings: the four horse and elephant arrangements each side may
+/// choose before the game, in eight pairings, with Cho to move. A name gives Cho's arrangement,
+/// then Han's, each as the pieces on files b–c and g–h read from file a to file i (H horse,
+/// E elephant), not from the player's own seat. The first is the site's fixed start.
+pub const JANGGI_OPENINGS: [(&str, &str); 8] = [
+    ("HE-EH vs HE-EH", "rnba1abnr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RNBA1ABNR w - - 0 1"),
+    ("EH-HE vs EH-HE", "rbna1anbr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RBNA1ANBR w - - 0 1"),
+    ("HE-HE vs HE-HE", "rnba1anbr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RNBA1ANBR w - - 0 1"),
+    ("EH-EH vs EH-EH", "rbna1abnr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RBNA1ABNR w - - 0 1"),
+    ("HE-EH vs EH-HE", "rbna1anbr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RNBA1ABNR w - - 0 1"),
+    ("EH-HE vs HE-EH", "rnba1abnr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RBNA1ANBR w - - 0 1"),
+    ("HE-HE vs EH-EH", "rbna1abnr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RNBA1ANBR w - - 0 1"),
+    ("EH-EH vs HE-HE", "rnba1anbr/4k4/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/4K4/RBNA1ABNR w - - 0 1"),
 ];
 
 /// An opening line that cannot be used.
@@ -31,7 +46,7 @@ pub struct OpeningError {
 /// Where games of a match begin: a start position and moves already played from it (all
 /// checked legal). The moves count as played: repetitions and clocks see them.
 #[derive(Clone, Debug)]
-pub struct Opening<G: GameEnv = Game> {
+pub struct Opening<G: GameEnv> {
     name: String,
     start: G::Position,
     moves: Vec<Move>,
@@ -98,7 +113,7 @@ impl<G: GameEnv> Opening<G> {
         Opening::new(name, start, moves)
     }
 
-    /// The game's built-in openings ([`GameEnv::OPENINGS`]; for xiangqi [`BUILTIN_OPENINGS`]).
+    /// The game's built-in openings ([`Notation::OPENINGS`](crate::Notation::OPENINGS); for xiangqi [`XIANGQI_OPENINGS`]).
     pub fn builtin() -> Vec<Opening<G>> {
         G::OPENINGS.iter().filter_map(|(name, line)| Opening::parse(*name, line).ok()).collect()
     }
@@ -173,6 +188,7 @@ pub fn parse_openings<G: GameEnv>(text: &str) -> Result<Vec<Opening<G>>, Opening
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     #[test]
@@ -193,8 +209,8 @@ mod tests {
     #[test]
     fn builtin_openings_are_legal_and_distinct() {
         let all = Opening::<xiangqi::Game>::builtin();
-        assert_eq!(all.len(), BUILTIN_OPENINGS.len());
-        for (o, (_, line)) in all.iter().zip(BUILTIN_OPENINGS) {
+        assert_eq!(all.len(), XIANGQI_OPENINGS.len());
+        for (o, (_, line)) in all.iter().zip(XIANGQI_OPENINGS) {
             assert_eq!(o.moves().len(), line.split_whitespace().count(), "{}", o.name());
             assert!(!o.game(xiangqi::RuleSet::Asian).is_over());
         }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use thiserror::Error;
-use xiangqi::{Game, Move};
+use xiangqi::Move;
 
 use crate::config::SearchConfig;
 use crate::driver::drive_search;
@@ -65,7 +65,7 @@ pub enum PlayerError {
 /// Something that chooses moves: a baseline, the search, or an external engine.
 ///
 /// Players only propose moves; the arena checks them and the rules judge the game.
-pub trait Player<G: GameEnv = Game> {
+pub trait Player<G: GameEnv> {
     /// A short name for tables and PGN tags.
     fn name(&self) -> &str;
 
@@ -136,7 +136,7 @@ impl<G: GameEnv> Player<G> for RandomPlayer {
 
 /// A one-ply baseline: a move that wins at once if there is one (checkmate, leaving no legal
 /// move, or any other verdict of the rules in the mover's favour), else the capture of the most
-/// valuable piece ([`Material::capture_value`]: for xiangqi chariot 9, cannon 4.5, horse 4,
+/// valuable piece ([`Material::capture_value`](crate::Material::capture_value): for xiangqi chariot 9, cannon 4.5, horse 4,
 /// advisor and elephant 2, soldier 1 pawn; for janggi the conventional points, chariot 13,
 /// cannon 7, horse 5, elephant and guard 3, soldier 2), else a random legal move (a janggi pass
 /// included). Ties are broken at random; seeded per game like [`RandomPlayer`].
@@ -343,7 +343,7 @@ impl LocalPlayer {
 
 #[cfg(test)]
 mod tests {
-    use xiangqi::{Color, Position, RuleSet};
+    use xiangqi::{Color, Game, Position, RuleSet};
 
     use crate::UniformEvaluator;
 

@@ -224,10 +224,10 @@ impl Sprt {
 pub struct MatchStats {
     /// A's wins, draws and losses.
     pub wdl: Wdl,
-    /// A's results with Red.
-    pub a_red: Wdl,
-    /// A's results with Black.
-    pub a_black: Wdl,
+    /// A's results as the first player (xiangqi's Red, janggi's Cho).
+    pub a_first: Wdl,
+    /// A's results as the second player (xiangqi's Black, janggi's Han).
+    pub a_second: Wdl,
     /// Forfeits by A (`[0]`) and B (`[1]`), indexed by [`ForfeitKind::index`].
     ///
     /// [`ForfeitKind::index`]: super::ForfeitKind::index
@@ -256,8 +256,8 @@ impl MatchStats {
         let score = game.outcome().score_for(a_color);
         self.wdl.add(score);
         match a_color {
-            Color::Red => self.a_red.add(score),
-            Color::Black => self.a_black.add(score),
+            Color::Red => self.a_first.add(score),
+            Color::Black => self.a_second.add(score),
         }
         match &game.forfeit {
             Some(f) => {

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use xiangqi::env::PlaneInputs;
 use xiangqi::{Color, Move, Outcome, OutcomeReason, PieceKind, RankBase, Square};
 
-use crate::game::GameEnv;
+use crate::game::{GameEnv, GameRules};
 use crate::record::{GameRecord, SampleTarget, parse_iccs};
 
 /// A move of a [`SourceGame`]: text to read in the position it is played in, or a move a binary
