@@ -308,6 +308,9 @@ pub fn run(args: &WorkerArgs<'_>) -> anyhow::Result<ExitCode> {
     work(args, &store, id, &cache.dir, &device, &stop)
 }
 
+/// The worker's loop, in stages: between shards a newer net is picked up
+/// ([`NetPickup::pick_up`]), then a shard is played ([`play_next_shard`]) and uploaded
+/// ([`upload_shard`]), until a stop or `--games` games uploaded.
 fn work(
     args: &WorkerArgs<'_>,
     store: &Store,
@@ -316,80 +319,19 @@ fn work(
     device: &Device,
     stop: &AtomicBool,
 ) -> anyhow::Result<ExitCode> {
-    let mut watch = LatestWatch::default();
-    let mut loaded: Option<Loaded> = None;
+    let mut nets = NetPickup::default();
     let mut told_waiting = false;
-    let mut failed: Option<u64> = None;
-    let mut pruned: Option<u64> = None;
     let mut seq = 0u64;
     let mut next_game = 0u64;
     let mut uploaded = 0u64;
     let started = Instant::now();
     while !stop.load(Ordering::SeqCst) && args.games.is_none_or(|g| uploaded < g) {
-        // A newer net, between shards. A generation that cannot be used (damaged, or its config
-        // unreadable) is reported once and tried again after the next shard; the worker keeps
-        // playing with the net it has.
-        match watch.poll(store) {
-            Ok(Some(generation)) => match load_generation(store, generation, cache, device) {
-                Ok(l) => {
-                    errln!("worker {id:016x}: playing with generation {generation}");
-                    loaded = Some(l);
-                }
-                // The store waits out transient failures: one that comes here is for good (a
-                // bucket that does not exist, refused credentials), or a stop.
-                Err(_) if stop.load(Ordering::SeqCst) => break,
-                Err(e) if store_failure(&e) => {
-                    return Err(e.context(format!("worker {id:016x}: the store fails")));
-                }
-                // Deleted by the trainer (it keeps loop.store_keep_nets nets) after this worker
-                // read `latest`: the newest is there, take it at once.
-                Err(_)
-                    if pruned != Some(generation)
-                        && !store.exists(&distributed::model_key(generation)).unwrap_or(true) =>
-                {
-                    errln!(
-                        "worker {id:016x}: generation {generation} was deleted from the store \
-                         before it could be downloaded (the trainer keeps the newest nets); \
-                         taking the newest"
-                    );
-                    pruned = Some(generation);
-                    watch = LatestWatch::default();
-                    continue;
-                }
-                Err(e) => {
-                    if failed != Some(generation) {
-                        errln!(
-                            "worker {id:016x}: generation {generation} cannot be used ({e:#}); {}",
-                            match &loaded {
-                                Some(l) => format!("keeping generation {}", l.generation),
-                                None => "waiting for a usable one".to_string(),
-                            }
-                        );
-                        failed = Some(generation);
-                    }
-                    watch = LatestWatch::default();
-                    if loaded.is_none() && !sleep_unless_stopped(Duration::from_secs(2), stop) {
-                        break;
-                    }
-                }
-            },
-            Ok(None) => {}
-            Err(_) if stop.load(Ordering::SeqCst) => break,
-            Err(e @ distributed::DistributedError::Store(_)) => {
-                return Err(anyhow::Error::new(e)
-                    .context(format!("worker {id:016x}: reading the newest generation")));
-            }
-            Err(e) => {
-                errln!("worker {id:016x}: cannot read the newest generation ({e:#}); retrying");
-                if !sleep_unless_stopped(Duration::from_secs(5), stop) {
-                    break;
-                }
-                if loaded.is_none() {
-                    continue;
-                }
-            }
+        match nets.pick_up(store, id, cache, device, stop)? {
+            Next::Play => {}
+            Next::Again => continue,
+            Next::Stop => break,
         }
-        let Some(l) = loaded.as_mut() else {
+        let Some(l) = nets.loaded.as_mut() else {
             if !told_waiting {
                 errln!(
                     "worker {id:016x}: waiting for a trainer to publish a net (xqz train --store {})",
@@ -402,58 +344,17 @@ fn work(
             }
             continue;
         };
-        let mut selfplay = l.config.selfplay.clone();
-        if let Some(t) = args.threads {
-            selfplay.threads = t;
-        }
-        let base = args.seed.unwrap_or(selfplay.seed);
-        selfplay.seed = rand::RngExt::random(&mut game_rng(base ^ id, seq));
-        let games = u64::from(selfplay.games_per_shard.max(1))
+        let games = u64::from(l.config.selfplay.games_per_shard.max(1))
             .min(args.games.map_or(u64::MAX, |g| g - uploaded));
-        let generation = u32::try_from(l.generation).unwrap_or(u32::MAX - 1);
-        let shard_games = ShardGames { first: next_game, games, worker: id, generation };
-        let played = match selfplay.game {
-            GameKind::Xiangqi => play_shard::<Game>(l, &selfplay, &shard_games, stop)?,
-            GameKind::Janggi => play_shard::<janggi::Game>(l, &selfplay, &shard_games, stop)?,
+        let Some((shard, stats)) = play_next_shard(args, l, id, seq, next_game, games, stop)?
+        else {
+            break;
         };
-        let Some((shard, stats)) = played else { break };
         let bytes =
             write_shard_to(std::io::Cursor::new(Vec::new()), &shard).context("shard")?.into_inner();
-        let size = bytes.len();
-        // Never overwrite. A name that exists holds these very bytes when an upload whose
-        // answer was lost was retried (the client retries failed requests): done. Anything else
-        // there (only if this id was used before) moves the shard to the next number.
-        // The store waits out transient failures (a server down, a full disk) with the shard
-        // in hand, so no game is lost to them; a stop or a permanent failure drops it.
-        let upload = |seq: u64| -> Result<bool, xiangqi_store::StoreError> {
-            let key = distributed::shard_key(id, seq);
-            Ok(store.put_new(&key, bytes.clone())? == Created::New
-                || store.get(&key)?.is_some_and(|b| b == bytes))
-        };
-        loop {
-            match upload(seq) {
-                Ok(true) => break,
-                Ok(false) => seq += 1,
-                Err(e @ xiangqi_store::StoreError::Stopped { .. }) => {
-                    // A try that failed may have reached the store all the same: one quick
-                    // look, without waiting out failures, says which.
-                    let key = distributed::shard_key(id, seq);
-                    let there = crate::store::open_impatient(store.location())
-                        .and_then(|s| Ok(s.exists(&key)?));
-                    errln!(
-                        "worker {id:016x}: {e}: shard {seq} ({games} games) {}",
-                        stopped_upload_fate(there.ok())
-                    );
-                    errln!("worker {id:016x}: stopped after {uploaded} games in {seq} shard(s)");
-                    return Ok(ExitCode::SUCCESS);
-                }
-                Err(e) => {
-                    return Err(anyhow::Error::new(e).context(format!(
-                        "worker {id:016x}: shard {seq} ({games} games) cannot be uploaded and \
-                         is dropped"
-                    )));
-                }
-            }
+        if !upload_shard(store, id, &bytes, &mut seq, games)? {
+            errln!("worker {id:016x}: stopped after {uploaded} games in {seq} shard(s)");
+            return Ok(ExitCode::SUCCESS);
         }
         seq += 1;
         next_game += games;
@@ -463,7 +364,7 @@ fn work(
             "worker {id:016x}: shard {} uploaded ({games} games, {} samples, {:.1} kB, generation {}); {uploaded} games, {:.2} games/s, {:.0} sims/s this shard",
             seq - 1,
             shard.len(),
-            size as f64 / 1e3,
+            bytes.len() as f64 / 1e3,
             l.generation,
             uploaded as f64 / secs,
             stats.simulations as f64 / stats.elapsed.as_secs_f64().max(1e-9),
@@ -471,6 +372,185 @@ fn work(
     }
     errln!("worker {id:016x}: stopped after {uploaded} games in {seq} shard(s)");
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the worker does after looking for a newer net ([`NetPickup::pick_up`]).
+enum Next {
+    /// Play a shard with the net in hand (or wait for one, if none is).
+    Play,
+    /// Look again at once.
+    Again,
+    /// Stop (asked to).
+    Stop,
+}
+
+/// The worker's net and what it remembers of the generations it could not use.
+#[derive(Default)]
+struct NetPickup {
+    watch: LatestWatch,
+    /// The net it plays with.
+    loaded: Option<Loaded>,
+    /// The last generation that could not be used (reported once).
+    failed: Option<u64>,
+    /// The last generation found deleted before it could be downloaded.
+    pruned: Option<u64>,
+}
+
+impl NetPickup {
+    /// Between shards: loads a newer net if the store has one. A generation that cannot be used
+    /// (damaged, or its config unreadable) is reported once and tried again after the next
+    /// shard; the worker keeps playing with the net it has.
+    ///
+    /// # Errors
+    /// The store fails for good (a bucket that does not exist, refused credentials).
+    fn pick_up(
+        &mut self,
+        store: &Store,
+        id: u64,
+        cache: &std::path::Path,
+        device: &Device,
+        stop: &AtomicBool,
+    ) -> anyhow::Result<Next> {
+        match self.watch.poll(store) {
+            Ok(Some(generation)) => match load_generation(store, generation, cache, device) {
+                Ok(l) => {
+                    errln!("worker {id:016x}: playing with generation {generation}");
+                    self.loaded = Some(l);
+                }
+                // The store waits out transient failures: one that comes here is for good (a
+                // bucket that does not exist, refused credentials), or a stop.
+                Err(_) if stop.load(Ordering::SeqCst) => return Ok(Next::Stop),
+                Err(e) if store_failure(&e) => {
+                    return Err(e.context(format!("worker {id:016x}: the store fails")));
+                }
+                // Deleted by the trainer (it keeps loop.store_keep_nets nets) after this worker
+                // read `latest`: the newest is there, take it at once.
+                Err(_)
+                    if self.pruned != Some(generation)
+                        && !store.exists(&distributed::model_key(generation)).unwrap_or(true) =>
+                {
+                    errln!(
+                        "worker {id:016x}: generation {generation} was deleted from the store \
+                         before it could be downloaded (the trainer keeps the newest nets); \
+                         taking the newest"
+                    );
+                    self.pruned = Some(generation);
+                    self.watch = LatestWatch::default();
+                    return Ok(Next::Again);
+                }
+                Err(e) => {
+                    if self.failed != Some(generation) {
+                        errln!(
+                            "worker {id:016x}: generation {generation} cannot be used ({e:#}); {}",
+                            match &self.loaded {
+                                Some(l) => format!("keeping generation {}", l.generation),
+                                None => "waiting for a usable one".to_string(),
+                            }
+                        );
+                        self.failed = Some(generation);
+                    }
+                    self.watch = LatestWatch::default();
+                    if self.loaded.is_none() && !sleep_unless_stopped(Duration::from_secs(2), stop)
+                    {
+                        return Ok(Next::Stop);
+                    }
+                }
+            },
+            Ok(None) => {}
+            Err(_) if stop.load(Ordering::SeqCst) => return Ok(Next::Stop),
+            Err(e @ distributed::DistributedError::Store(_)) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("worker {id:016x}: reading the newest generation")));
+            }
+            Err(e) => {
+                errln!("worker {id:016x}: cannot read the newest generation ({e:#}); retrying");
+                if !sleep_unless_stopped(Duration::from_secs(5), stop) {
+                    return Ok(Next::Stop);
+                }
+                if self.loaded.is_none() {
+                    return Ok(Next::Again);
+                }
+            }
+        }
+        Ok(Next::Play)
+    }
+}
+
+/// Plays the worker's next shard of `games` games with the net in hand, under the run's
+/// `[selfplay]` (threads and seed as the worker was told; each shard's seed drawn from the
+/// base seed, the worker id and the shard's number). `None` if stopped.
+fn play_next_shard(
+    args: &WorkerArgs<'_>,
+    l: &mut Loaded,
+    id: u64,
+    seq: u64,
+    first_game: u64,
+    games: u64,
+    stop: &AtomicBool,
+) -> anyhow::Result<Option<(Shard, SelfPlayStats)>> {
+    let mut selfplay = l.config.selfplay.clone();
+    if let Some(t) = args.threads {
+        selfplay.threads = t;
+    }
+    let base = args.seed.unwrap_or(selfplay.seed);
+    selfplay.seed = rand::RngExt::random(&mut game_rng(base ^ id, seq));
+    let generation = u32::try_from(l.generation).unwrap_or(u32::MAX - 1);
+    let shard_games = ShardGames { first: first_game, games, worker: id, generation };
+    match selfplay.game {
+        GameKind::Xiangqi => play_shard::<Game>(l, &selfplay, &shard_games, stop),
+        GameKind::Janggi => play_shard::<janggi::Game>(l, &selfplay, &shard_games, stop),
+    }
+}
+
+/// Uploads a shard's `bytes` as the worker's shard `seq`, moving to the next free number
+/// (`seq` is left at the one used). `false` if a stop cut the upload short (its fate, as the
+/// store tells it, is reported).
+///
+/// Never overwrites. A name that exists holds these very bytes when an upload whose answer
+/// was lost was retried (the client retries failed requests): done. Anything else there (only
+/// if this id was used before) moves the shard to the next number. The store waits out
+/// transient failures (a server down, a full disk) with the shard in hand, so no game is lost
+/// to them; a stop or a permanent failure drops it.
+///
+/// # Errors
+/// A permanent store failure: the shard is dropped.
+fn upload_shard(
+    store: &Store,
+    id: u64,
+    bytes: &[u8],
+    seq: &mut u64,
+    games: u64,
+) -> anyhow::Result<bool> {
+    let upload = |seq: u64| -> Result<bool, xiangqi_store::StoreError> {
+        let key = distributed::shard_key(id, seq);
+        Ok(store.put_new(&key, bytes.to_vec())? == Created::New
+            || store.get(&key)?.is_some_and(|b| b == bytes))
+    };
+    loop {
+        match upload(*seq) {
+            Ok(true) => return Ok(true),
+            Ok(false) => *seq += 1,
+            Err(e @ xiangqi_store::StoreError::Stopped { .. }) => {
+                // A try that failed may have reached the store all the same: one quick look,
+                // without waiting out failures, says which.
+                let key = distributed::shard_key(id, *seq);
+                let there = crate::store::open_impatient(store.location())
+                    .and_then(|s| Ok(s.exists(&key)?));
+                errln!(
+                    "worker {id:016x}: {e}: shard {} ({games} games) {}",
+                    *seq,
+                    stopped_upload_fate(there.ok())
+                );
+                return Ok(false);
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(format!(
+                    "worker {id:016x}: shard {} ({games} games) cannot be uploaded and is dropped",
+                    *seq
+                )));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
