@@ -458,8 +458,9 @@ impl RngState {
 }
 
 impl Trainer {
-    /// A trainer with a freshly initialised network ([`Net::seeded`]; `G` is the game). The device is made an
-    /// autodiff device if it is not one; `seed` seeds the weights and the augmentation RNG.
+    /// A trainer with a freshly initialised network ([`Net::seeded`]; `G` is the game). The
+    /// device is made an autodiff device if it is not one; `seed` seeds the weights and the
+    /// augmentation RNG.
     ///
     /// # Errors
     /// A [`ConfigError`] if either configuration is invalid.

@@ -78,9 +78,9 @@ pub struct GameRecord<G: GameEnv> {
     /// threshold above it (see [`crate::resign`]).
     pub lowest_value: [f32; 2],
     /// The final position's material balance, first player's minus second's, in half-pawns
-    /// ([`Material::material_half_pawns`](crate::Material::material_half_pawns)), measured where the game was played (self-play, the
-    /// arena, an import); `None` when it was not, and then [`GameRecord::final_material`]
-    /// replays the moves to find it.
+    /// ([`Material::material_half_pawns`](crate::Material::material_half_pawns)), measured where
+    /// the game was played (self-play, the arena, an import); `None` when it was not, and then
+    /// [`GameRecord::final_material`] replays the moves to find it.
     pub final_material: Option<i16>,
 }
 

@@ -143,7 +143,8 @@ pub enum ShardError {
 pub struct Shard {
     /// The game of the samples.
     pub game: GameKind,
-    /// The rule set of the games ([`GameRules::rules_code`](crate::GameRules::rules_code) of `game`).
+    /// The rule set of the games ([`GameRules::rules_code`](crate::GameRules::rules_code) of
+    /// `game`).
     pub rules: u8,
     /// Piece codes, 90 per sample.
     pub boards: Vec<[u8; 90]>,

@@ -113,7 +113,8 @@ impl<G: GameEnv> Opening<G> {
         Opening::new(name, start, moves)
     }
 
-    /// The game's built-in openings ([`Notation::OPENINGS`](crate::Notation::OPENINGS); for xiangqi [`XIANGQI_OPENINGS`]).
+    /// The game's built-in openings ([`Notation::OPENINGS`](crate::Notation::OPENINGS); for
+    /// xiangqi [`XIANGQI_OPENINGS`]).
     pub fn builtin() -> Vec<Opening<G>> {
         G::OPENINGS.iter().filter_map(|(name, line)| Opening::parse(*name, line).ok()).collect()
     }

@@ -136,10 +136,10 @@ impl<G: GameEnv> Player<G> for RandomPlayer {
 
 /// A one-ply baseline: a move that wins at once if there is one (checkmate, leaving no legal
 /// move, or any other verdict of the rules in the mover's favour), else the capture of the most
-/// valuable piece ([`Material::capture_value`](crate::Material::capture_value): for xiangqi chariot 9, cannon 4.5, horse 4,
-/// advisor and elephant 2, soldier 1 pawn; for janggi the conventional points, chariot 13,
-/// cannon 7, horse 5, elephant and guard 3, soldier 2), else a random legal move (a janggi pass
-/// included). Ties are broken at random; seeded per game like [`RandomPlayer`].
+/// valuable piece ([`Material::capture_value`](crate::Material::capture_value): for xiangqi
+/// chariot 9, cannon 4.5, horse 4, advisor and elephant 2, soldier 1 pawn; for janggi the
+/// conventional points, chariot 13, cannon 7, horse 5, elephant and guard 3, soldier 2), else a
+/// random legal move (a janggi pass included). Ties are broken at random; seeded per game like [`RandomPlayer`].
 #[derive(Clone, Debug)]
 pub struct GreedyPlayer {
     seed: u64,
