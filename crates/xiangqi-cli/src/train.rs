@@ -138,12 +138,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     check_run_dir(&run_dir, args.resume)?;
     // The store opens before anything is written, so that a bad location leaves nothing; a new
     // run needs a store without another run's nets.
-    if args.store.is_some() && config.run.resign_target_false_positive > 0.0 {
-        anyhow::bail!(
-            "loop.resign_target_false_positive: self-tuning resignation is not supported with \
-             --store (the workers do not report their resignation counts); set it to 0 and use \
-             a fixed selfplay.resign_threshold"
-        );
+    if args.store.is_some() {
+        config.run_config().check_for_store()?;
     }
     // Set by Ctrl-C, SIGTERM or SIGHUP, from here on (a store waiting out a failure stops); a
     // second signal more than a second after the first exits at once.

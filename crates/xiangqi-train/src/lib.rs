@@ -32,5 +32,6 @@
 //! # Ok::<(), xiangqi_train::pipeline::PipelineError>(())
 //! ```
 
+pub mod atomic;
 pub mod distributed;
 pub mod pipeline;

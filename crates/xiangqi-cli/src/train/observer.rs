@@ -38,13 +38,10 @@ pub(super) fn truncate_csv(path: &Path, keep_to: u64) -> anyhow::Result<usize> {
     Ok(dropped)
 }
 
+/// Writes a small file atomically ([`xiangqi_train::atomic::write_atomically`]).
 pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    let tmp = path.with_file_name(name);
-    fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("cannot rename to {}", path.display()))?;
-    Ok(())
+    xiangqi_train::atomic::write_atomically(path, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 pub(super) const METRICS_HEADER: &str = "iteration,elapsed_s,total_samples,total_steps,games,samples,\

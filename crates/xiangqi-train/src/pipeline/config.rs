@@ -299,6 +299,27 @@ impl RunConfig {
     pub fn validate(&self) -> Result<(), PipelineError> {
         validate(self)
     }
+
+    /// Checks the settings a distributed run (a trainer with a store) does not support: today
+    /// self-tuning resignation (`loop.resign_target_false_positive` > 0), as the workers do not
+    /// report their resignation counts. The one check, made by
+    /// [`TrainingRun::attach_store`](super::TrainingRun::attach_store) and by a caller that wants
+    /// the answer before it writes anything.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the key and what to set instead.
+    pub fn check_for_store(&self) -> Result<(), ConfigError> {
+        if self.run.resign_target_false_positive > 0.0 {
+            return Err(ConfigError {
+                key: "loop.resign_target_false_positive",
+                reason: "self-tuning resignation is not supported with a store (--store: the \
+                         workers do not report their resignation counts); set it to 0 and use \
+                         a fixed selfplay.resign_threshold"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The directories of a run, chosen by the caller.

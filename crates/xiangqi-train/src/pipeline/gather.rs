@@ -28,16 +28,7 @@ impl TrainingRun {
     /// [`PipelineError::Store`]: a store of another run, a new run on a store that holds nets,
     /// store errors; [`PipelineError::Config`] for settings a distributed run does not support.
     pub fn attach_store(&mut self, store: Store) -> Result<(), PipelineError> {
-        if self.config.run.resign_target_false_positive > 0.0 {
-            return Err(ConfigError {
-                key: "loop.resign_target_false_positive",
-                reason: "self-tuning resignation is not supported with a store (the workers do \
-                         not report their resignation counts); set it to 0 and use a fixed \
-                         selfplay.resign_threshold"
-                    .into(),
-            }
-            .into());
-        }
+        self.config.check_for_store()?;
         let run_id = self.run_id.unwrap_or_default();
         let published = distributed::latest_generation(&store)?;
         // The owner's id decides (a run resumed before its first iteration finished has

@@ -162,17 +162,13 @@ fn shard_reason(e: &xiangqi_search::ShardError) -> String {
     }
 }
 
-/// Writes a small text file atomically: `NAME.tmp` beside it, synced, then renamed.
+/// Writes a small text file atomically ([`crate::atomic::write_atomically`]).
 fn write_text_atomically(path: &Path, text: &str) -> Result<(), PipelineError> {
-    use std::io::Write as _;
-    let mut tmp = path.as_os_str().to_os_string();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let io = |source| PipelineError::Io { what: "writing", path: path.to_path_buf(), source };
-    let mut f = fs::File::create(&tmp).map_err(io)?;
-    f.write_all(text.as_bytes()).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    fs::rename(&tmp, path).map_err(io)
+    crate::atomic::write_atomically(path, text.as_bytes()).map_err(|source| PipelineError::Io {
+        what: "writing",
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// A run identity: the clock and the process id, mixed. Unique enough to tell runs apart; it
