@@ -225,11 +225,15 @@ pub struct SelfPlayConfig {
     pub resign_disabled_fraction: f32,
     /// Plies after which a game is stopped and scored as a draw (`length_cap`).
     pub length_cap: u32,
-    /// The game: `"xiangqi"` (the default) or `"janggi"`.
+    /// The game: `"xiangqi"` (the default) or `"janggi"`. A config file names it at its top
+    /// (`game = "janggi"`), which the command-line tool copies here; read in `[selfplay]` too,
+    /// the old place, and never written here.
+    #[serde(skip_serializing)]
     pub game: GameKind,
     /// Rule set: `"asian"` (the default) or `"simple"` for xiangqi, `"site"` (the default) or
-    /// `"traditional"` for janggi; absent means the game's default.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `"traditional"` for janggi; absent means the game's default. At the top of a config file
+    /// beside `game`, as the game is.
+    #[serde(skip_serializing)]
     pub rules: Option<String>,
     /// Master seed; game `i` draws from a generator seeded by (`seed`, `i`).
     pub seed: u64,
