@@ -412,6 +412,9 @@ impl NetPickup {
         stop: &AtomicBool,
     ) -> anyhow::Result<Next> {
         match self.watch.poll(store) {
+            // The net in hand (`latest` read again after a failed look): nothing to load.
+            Ok(Some(generation))
+                if self.loaded.as_ref().is_some_and(|l| l.generation == generation) => {}
             Ok(Some(generation)) => match load_generation(store, generation, cache, device) {
                 Ok(l) => {
                     errln!("worker {id:016x}: playing with generation {generation}");
@@ -430,9 +433,9 @@ impl NetPickup {
                         && !store.exists(&distributed::model_key(generation)).unwrap_or(true) =>
                 {
                     errln!(
-                        "worker {id:016x}: generation {generation} was deleted from the store \
-                         before it could be downloaded (the trainer keeps the newest nets); \
-                         taking the newest"
+                        "worker {id:016x}: generation {generation} is not in the store (the \
+                         trainer keeps only the newest nets, so it was deleted before it could be \
+                         downloaded, or it was never published); taking the newest"
                     );
                     self.pruned = Some(generation);
                     self.watch = LatestWatch::default();

@@ -121,12 +121,19 @@ impl GameKind {
         }
     }
 
-    /// The accepted rule-set names.
+    /// The accepted rule-set names, in the order of their shard codes
+    /// ([`GameRules::rules_code`]: 0 first).
     pub const fn rule_names(self) -> &'static [&'static str] {
         match self {
             GameKind::Xiangqi => &["asian", "simple"],
             GameKind::Janggi => &["site", "traditional"],
         }
+    }
+
+    /// The name of the rule set with shard code `code` ([`GameRules::rules_code`]), `None` for a
+    /// code the game has not.
+    pub fn rule_name(self, code: u8) -> Option<&'static str> {
+        self.rule_names().get(usize::from(code)).copied()
     }
 }
 
@@ -378,6 +385,19 @@ fn plane_names_of(clock_scale: u32, guard: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use xiangqi::{Position, RuleSet};
+
+    #[test]
+    fn rule_names_are_in_shard_code_order() {
+        for rules in [RuleSet::Asian, RuleSet::Simple] {
+            let code = <Game as GameRules>::rules_code(rules);
+            assert_eq!(GameKind::Xiangqi.rule_name(code), Some(rules.to_string().as_str()));
+        }
+        for rules in [xiangqi::janggi::Rules::Site, xiangqi::janggi::Rules::Traditional] {
+            let code = <xiangqi::janggi::Game as GameRules>::rules_code(rules);
+            assert_eq!(GameKind::Janggi.rule_name(code), Some(rules.to_string().as_str()));
+        }
+        assert_eq!(GameKind::Janggi.rule_name(2), None);
+    }
 
     #[test]
     fn checkmated_side_to_move_has_value_minus_one() {

@@ -478,10 +478,17 @@ impl Intake {
         let shard = match read_shard_from(io::Cursor::new(bytes)) {
             Ok(s) if s.game == self.merged.game && s.rules == self.merged.rules => s,
             Ok(s) => {
+                let name = |game: xiangqi_search::GameKind, code: u8| {
+                    game.rule_name(code).map_or(format!("code {code}"), str::to_string)
+                };
                 self.warnings.push(format!(
-                    "{}: {} games under rule set {}, this run plays {} under rule set {}; \
+                    "{}: {} games under rule set '{}', this run plays {} under rule set '{}'; \
                      passed over",
-                    p.key, s.game, s.rules, self.merged.game, self.merged.rules
+                    p.key,
+                    s.game,
+                    name(s.game, s.rules),
+                    self.merged.game,
+                    name(self.merged.game, self.merged.rules)
                 ));
                 return None;
             }
