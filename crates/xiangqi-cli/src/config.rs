@@ -124,15 +124,7 @@ impl ConfigFile {
             }
         }
         if let Some(name) = &self.rules {
-            let known = self.game.rule_names();
-            if !known.contains(&name.as_str()) {
-                anyhow::bail!(
-                    "{origin}: rules: '{}' is no {} rule set (expected {})",
-                    name.chars().take(32).collect::<String>(),
-                    self.game,
-                    known.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")
-                );
-            }
+            self.game.check_rule_name(name).map_err(|e| anyhow!("{origin}: rules: {e}"))?;
         }
         self.selfplay.game = self.game;
         self.selfplay.rules = self.rules.clone();

@@ -288,18 +288,9 @@ impl SelfPlayConfig {
         check(self.length_cap >= 1, "selfplay.length_cap", "must be at least 1")?;
         check(self.games_per_shard >= 1, "selfplay.games_per_shard", "must be at least 1")?;
         if let Some(name) = &self.rules {
-            let known = self.game.rule_names();
-            if !known.contains(&name.as_str()) {
-                return Err(ConfigError {
-                    key: "selfplay.rules",
-                    reason: format!(
-                        "'{}' is no {} rule set (expected {})",
-                        name.chars().take(32).collect::<String>(),
-                        self.game,
-                        known.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")
-                    ),
-                });
-            }
+            self.game
+                .check_rule_name(name)
+                .map_err(|reason| ConfigError { key: "selfplay.rules", reason })?;
         }
         Ok(())
     }

@@ -135,6 +135,22 @@ impl GameKind {
     pub fn rule_name(self, code: u8) -> Option<&'static str> {
         self.rule_names().get(usize::from(code)).copied()
     }
+
+    /// Checks a rule-set name against [`GameKind::rule_names`].
+    ///
+    /// # Errors
+    /// Why it is no rule set of this game, naming the accepted ones.
+    pub fn check_rule_name(self, name: &str) -> Result<(), String> {
+        let known = self.rule_names();
+        if known.contains(&name) {
+            return Ok(());
+        }
+        Err(format!(
+            "'{}' is no {self} rule set (expected {})",
+            name.chars().take(32).collect::<String>(),
+            known.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")
+        ))
+    }
 }
 
 impl fmt::Display for GameKind {
