@@ -17,7 +17,7 @@ use std::time::Instant;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde::Deserialize;
 use xiangqi_search::{
-    SearchConfig, SelfPlayConfig, SelfPlayEvent, Shard, UniformEvaluator, play_games,
+    Checked, SearchConfig, SelfPlayConfig, SelfPlayEvent, Shard, UniformEvaluator, play_games,
     read_shard_from, write_shard_to,
 };
 use xiangqi_store::Store;
@@ -42,8 +42,8 @@ fn shards() -> Vec<Vec<u8>> {
     let mut shard = Shard::new::<xiangqi::Game>(rules);
     let mut in_shard = 0;
     play_games::<xiangqi::Game, _, _>(
-        &c.search,
-        &selfplay,
+        &Checked::new(c.search).expect("cpu.toml's search"),
+        &Checked::new(selfplay).expect("cpu.toml's self-play"),
         SHARDS * GAMES_PER_SHARD,
         &mut UniformEvaluator,
         |e| {

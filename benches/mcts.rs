@@ -12,7 +12,9 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use xiangqi::{Game, Position, RuleSet};
-use xiangqi_search::{Algorithm, EvalBuffer, Search, SearchConfig, UniformEvaluator, WinCheck};
+use xiangqi_search::{
+    Algorithm, Checked, EvalBuffer, Search, SearchConfig, UniformEvaluator, WinCheck,
+};
 
 const SIMS: u32 = 800;
 
@@ -27,16 +29,17 @@ fn bench_search(c: &mut Criterion) {
         ("gumbel_800_start", Algorithm::Gumbel, 1, WinCheck::Tree),
         ("gumbel_800_start_win_off", Algorithm::Gumbel, 1, WinCheck::Off),
     ] {
-        let config = SearchConfig {
+        let config = Checked::new(SearchConfig {
             algorithm,
             virtual_loss_batch: vl,
             win_check,
             ..SearchConfig::default()
-        };
+        })
+        .expect("the bench's settings are valid");
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let mut buffer = EvalBuffer::new();
         // A fresh tree for every search; `reset` keeps only the allocations, as self-play does.
-        let mut search = Search::new(game.clone(), config.clone());
+        let mut search = Search::new(game.clone(), config);
         group.bench_function(name, |b| {
             b.iter(|| {
                 search.reset(black_box(game.clone()));

@@ -10,20 +10,21 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use xiangqi::Game;
-use xiangqi_search::{ScriptedEvaluator, SearchConfig, SelfPlayConfig, play_games};
+use xiangqi_search::{Checked, ScriptedEvaluator, SearchConfig, SelfPlayConfig, play_games};
 
 const GAMES: u64 = 32;
 const DELAY: Duration = Duration::from_millis(4);
 
 fn bench_selfplay(c: &mut Criterion) {
-    let search = SearchConfig {
+    let search = Checked::new(SearchConfig {
         simulations: 32,
         cheap_simulations: 8,
         full_search_prob: 0.25,
         virtual_loss_batch: 8,
         ..SearchConfig::default()
-    };
-    let selfplay = SelfPlayConfig {
+    })
+    .expect("the bench's settings are valid");
+    let selfplay = Checked::new(SelfPlayConfig {
         games_in_flight: 32,
         max_batch: 256,
         threads: 2,
@@ -31,7 +32,8 @@ fn bench_selfplay(c: &mut Criterion) {
         length_cap: 30,
         seed: 1,
         ..SelfPlayConfig::default()
-    };
+    })
+    .expect("the bench's settings are valid");
     let mut group = c.benchmark_group("selfplay");
     group.sample_size(10);
     group.throughput(Throughput::Elements(GAMES));

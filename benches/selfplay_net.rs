@@ -23,7 +23,7 @@ mod common;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde::Deserialize;
 use xiangqi_nn::{InferenceNet, Net, NetConfig, NnEvaluator, cpu_device};
-use xiangqi_search::{SearchConfig, SelfPlayConfig, play_games};
+use xiangqi_search::{Checked, SearchConfig, SelfPlayConfig, play_games};
 
 const GAMES: u64 = 64;
 const LENGTH_CAP: u32 = 40;
@@ -35,11 +35,12 @@ struct CpuToml {
     selfplay: SelfPlayConfig,
 }
 
-fn configs() -> (NetConfig, SearchConfig, SelfPlayConfig) {
+fn configs() -> (NetConfig, Checked<SearchConfig>, Checked<SelfPlayConfig>) {
     let text = include_str!("../configs/cpu.toml");
     let c: CpuToml = toml::from_str(text).expect("configs/cpu.toml parses");
     let selfplay = SelfPlayConfig { length_cap: LENGTH_CAP, seed: 3, ..c.selfplay };
-    (c.network, c.search, selfplay)
+    let valid = "configs/cpu.toml's settings are valid";
+    (c.network, Checked::new(c.search).expect(valid), Checked::new(selfplay).expect(valid))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

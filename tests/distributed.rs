@@ -414,8 +414,8 @@ fn upload_worker_shards(
     let mut records = Vec::new();
     let total = counts.iter().sum::<u64>() * games as u64;
     xiangqi_search::play_games::<xiangqi::Game, _, _>(
-        &search,
-        &selfplay,
+        &xiangqi_search::Checked::new(search).unwrap(),
+        &xiangqi_search::Checked::new(selfplay).unwrap(),
         total,
         &mut UniformEvaluator,
         |e| {

@@ -271,8 +271,8 @@ fn upload_shards(store: &Store, worker: u64, seqs: &[u64]) {
     let rules = selfplay.rules_for::<xiangqi::Game>().unwrap();
     let mut records = Vec::new();
     xiangqi_search::play_games::<xiangqi::Game, _, _>(
-        &search,
-        &selfplay,
+        &xiangqi_search::Checked::new(search).unwrap(),
+        &xiangqi_search::Checked::new(selfplay).unwrap(),
         4 * seqs.len() as u64,
         &mut UniformEvaluator,
         |e| {

@@ -14,8 +14,6 @@ use xiangqi::{Game, janggi};
 use xiangqi_nn::{InferenceNet, InferencePath, Logits, Manifest, Net, TrainBatch, Trainer};
 use xiangqi_search::{Encoding, GameEnv, GameKind, SearchGame};
 
-use crate::config::ConfigFile;
-
 /// Arguments of `xqz bench`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -82,19 +80,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         n => usize::from(n),
     };
     let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
-    let config = ConfigFile::load(&args.config)?;
-    let name = args.device.clone().unwrap_or_else(|| config.run.device.clone());
+    let config = crate::config::load_checked(&args.config)?;
+    let name = args.device.clone().unwrap_or_else(|| config.run().device.clone());
     let device = crate::net::device(&name)?;
-    let c = &config.network;
+    let c = config.network();
     outln!(
         "network: {} blocks x {} filters for {} ({}), device {}",
         c.blocks,
         c.filters,
-        config.selfplay.game,
+        config.game(),
         args.config.display(),
         name
     );
-    let game = config.selfplay.game;
+    let game = config.game();
     let encoding = Encoding::of_kind(game);
     let positions = |n| match game {
         GameKind::Xiangqi => positions::<Game>(n),
@@ -123,7 +121,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             outln!("inference (burn) {batch:>5}: {r:>10.0} positions/s");
         }
     }
-    let n = config.run.batch_size;
+    let n = config.run().batch_size;
     let planes = positions(n);
     let mut batch = TrainBatch::for_encoding(encoding, n);
     let policy_size = encoding.policy_size;
@@ -132,7 +130,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         policy[(i * 37 + 11) % policy_size] = 1.0;
         batch.push(p, &policy, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][i % 3], true);
     }
-    let mut trainer = Trainer::for_encoding(c, encoding, &config.training, &device, 1)?;
+    let mut trainer = Trainer::for_encoding(c, encoding, config.training(), &device, 1)?;
     let r = rate(args.seconds, n, || trainer.step(&batch).map(|_| ()).map_err(Into::into))?;
     outln!("training   batch {n:>5}: {r:>10.0} samples/s");
     Ok(ExitCode::SUCCESS)

@@ -24,8 +24,7 @@ use xiangqi_search::{
     GameEnv, GameKind, GameRecord, SelfPlayEvent, SelfPlayStats, Shard, list_shards, play_games,
     write_shard,
 };
-
-use crate::config::ConfigFile;
+use xiangqi_train::pipeline::CheckedRunConfig;
 
 /// Arguments of `xqz selfplay`.
 #[derive(clap::Args)]
@@ -45,8 +44,9 @@ pub struct Args {
     /// until stopped. `xqz train --store URL` is the trainer.
     #[arg(long, value_name = "URL", conflicts_with = "net")]
     store: Option<String>,
-    /// Search threads (overrides `selfplay.threads`; 0 = one per core).
-    #[arg(long)]
+    /// Search threads (overrides `selfplay.threads`; 0 = one per core;
+    /// at most 1024).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1024))]
     threads: Option<u32>,
     /// Master seed (overrides `selfplay.seed`).
     #[arg(long)]
@@ -135,19 +135,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     else {
         anyhow::bail!("--config, --games and --out are needed without --store");
     };
-    let mut config = ConfigFile::load(config_path)?;
+    let mut config = crate::config::load(config_path)?;
     if let Some(t) = args.threads {
         config.selfplay.threads = t;
     }
     if let Some(s) = args.seed {
         config.selfplay.seed = s;
     }
-    config.selfplay.validate().context("command-line overrides")?;
+    // The one check of the settings: the file's, with the command line's overrides.
+    let config = crate::config::check(config, &config_path.display().to_string())?;
     let device = crate::net::device(&args.device)?;
     let evaluator =
         crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device).context("--net")?;
-    evaluator.expect_game(config.selfplay.game, "--net")?;
-    match config.selfplay.game {
+    evaluator.expect_game(config.game(), "--net")?;
+    match config.game() {
         GameKind::Xiangqi => play::<Game>(&config, games, out_dir, evaluator),
         GameKind::Janggi => play::<janggi::Game>(&config, games, out_dir, evaluator),
     }
@@ -155,12 +156,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 /// Plays the games of game `G` and writes their shards and PGN.
 fn play<G: GameEnv>(
-    config: &ConfigFile,
+    config: &CheckedRunConfig,
     games: u64,
     out_dir: &Path,
     mut evaluator: crate::net::AnyEvaluator,
 ) -> anyhow::Result<ExitCode> {
-    let rules = config.selfplay.rules_for::<G>()?;
+    let rules = config.selfplay().rules_for::<G>()?;
     // Shards are numbered on after those already in the directory: they must be this game's.
     if let Ok(existing) = list_shards(out_dir)
         && let Some(last) = existing.last()
@@ -189,7 +190,7 @@ fn play<G: GameEnv>(
         dir: out_dir.to_path_buf(),
         shard: Shard::new::<G>(rules),
         games_in_shard: 0,
-        games_per_shard: config.selfplay.games_per_shard,
+        games_per_shard: config.selfplay().games_per_shard,
         next_index: next_shard_index(out_dir)?,
         pgn: BufWriter::new(pgn),
         shards_written: 0,
@@ -202,8 +203,12 @@ fn play<G: GameEnv>(
             .progress_chars("=> "),
     );
     bar.enable_steady_tick(Duration::from_millis(500));
-    let stats =
-        play_games::<G, _, _>(&config.search, &config.selfplay, games, &mut evaluator, |event| {
+    let stats = play_games::<G, _, _>(
+        config.search(),
+        config.selfplay(),
+        games,
+        &mut evaluator,
+        |event| {
             match event {
                 SelfPlayEvent::GameFinished(record, stats) => {
                     out.add(record).map_err(|e| format!("{e:#}"))?;
@@ -213,7 +218,8 @@ fn play<G: GameEnv>(
                 SelfPlayEvent::Progress(stats) => bar.set_message(progress_message(stats)),
             }
             Ok(())
-        })?;
+        },
+    )?;
     out.flush_shard()?;
     out.pgn.flush().context("writing games.pgn")?;
     out.pgn.get_ref().sync_all().context("syncing games.pgn")?;

@@ -45,7 +45,8 @@ use xiangqi_train::pipeline::{
     ArenaReport, IterationReport, Observer, RunPaths, StopReason, TrainingRun,
 };
 
-use crate::config::{BUILTIN_CPU, ConfigFile};
+use crate::config::BUILTIN_CPU;
+use xiangqi_train::pipeline::{CheckedRunConfig, RunConfig};
 
 mod observer;
 
@@ -63,8 +64,9 @@ pub struct Args {
     /// Continue the run in the run directory from its last checkpoint.
     #[arg(long)]
     resume: bool,
-    /// Threads for self-play and the network (overrides `selfplay.threads`; 0 = all cores).
-    #[arg(long)]
+    /// Threads for self-play and the network (overrides `selfplay.threads`; 0 = all cores;
+    /// at most 1024).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1024))]
     threads: Option<u32>,
     /// Stop after this many iterations of this invocation (in addition to the config's
     /// budgets, which may stop the run first: a store run's iteration takes whole shards, so it
@@ -110,20 +112,21 @@ fn parse_hours(text: &str) -> Result<f64, String> {
 /// Runs the command.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let (mut config, name) = load_config(args)?;
+    let (mut config, name, origin) = load_config(args)?;
     if let Some(t) = args.threads {
         config.selfplay.threads = t;
-        config.selfplay.validate().map_err(|e| anyhow::anyhow!("--threads {t}: {e}"))?;
     }
-    let threads = match config.selfplay.threads {
+    apply_overrides(args, &mut config)?;
+    // The one check of the settings: the file's, with the command line's overrides.
+    let config = crate::config::check(config, &origin)?;
+    let threads = match config.selfplay().threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n as usize,
     };
     // The network's CPU backend uses rayon's global pool.
     let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
-    apply_overrides(args, &mut config)?;
-    // The device is checked before anything is written.
-    let device = crate::net::device(&config.run.device)?;
+    // The device is made before anything is written.
+    let device = crate::net::device(&config.run().device)?;
 
     let run_dir = args.run_dir.clone().unwrap_or_else(|| Path::new("runs").join(&name));
     // The run's name is its directory's (`runs/<config name>` unless --run-dir names another),
@@ -139,7 +142,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // The store opens before anything is written, so that a bad location leaves nothing; a new
     // run needs a store without another run's nets.
     if args.store.is_some() {
-        config.run_config().check_for_store()?;
+        config.check_for_store()?;
     }
     // Set by Ctrl-C, SIGTERM or SIGHUP, from here on (a store waiting out a failure stops); a
     // second signal more than a second after the first exits at once.
@@ -175,9 +178,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let _lock = lock_run_dir(&run_dir)?;
     let paths = RunPaths::under(&run_dir);
     let mut training = if args.resume {
-        TrainingRun::resume_on(config.run_config(), paths.clone(), device)?
+        TrainingRun::resume_on(config.clone(), paths.clone(), device)?
     } else {
-        TrainingRun::create_on(config.run_config(), paths.clone(), device)?
+        TrainingRun::create_on(config.clone(), paths.clone(), device)?
     };
     for (path, reason) in training.skipped() {
         errln!("warning: passed over {}: {reason}", path.display());
@@ -185,7 +188,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if args.resume {
         drop_replayed_rows(&run_dir, &training)?;
     }
-    write_atomically(&run_dir.join("config.toml"), config.to_toml()?.as_bytes())?;
+    write_atomically(&run_dir.join("config.toml"), crate::config::to_toml(&config)?.as_bytes())?;
     if let Some(store) = store {
         let location = store.location().to_string();
         training.attach_store(store)?;
@@ -194,7 +197,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         training
             .store()
             .expect("attached")
-            .put(xiangqi_train::distributed::RUN_CONFIG_KEY, config.to_toml()?.into_bytes())
+            .put(
+                xiangqi_train::distributed::RUN_CONFIG_KEY,
+                crate::config::to_toml(&config)?.into_bytes(),
+            )
             .context("publishing the run's config")?;
         errln!(
             "store {location}: generation {} published; start workers with: xqz selfplay --store {location}",
@@ -208,7 +214,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         "xqz train: run '{}' in {} on device {} ({} iterations done, {} steps); TensorBoard: tensorboard --logdir {}",
         name,
         run_dir.display(),
-        config.run.device,
+        config.run().device,
         training.iteration(),
         training.trainer().step_count(),
         run_dir.join("tensorboard").display()
@@ -221,7 +227,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 /// The command line's overrides of the config: `--device`, `--pretrain`, `--pretrain-steps`;
 /// a new run's pretraining shards must exist and are kept by their absolute path.
-fn apply_overrides(args: &Args, config: &mut ConfigFile) -> anyhow::Result<()> {
+fn apply_overrides(args: &Args, config: &mut RunConfig) -> anyhow::Result<()> {
     if let Some(d) = &args.device {
         config.run.device = d.clone();
     }
@@ -329,7 +335,7 @@ fn drop_replayed_rows(run_dir: &Path, training: &TrainingRun) -> anyhow::Result<
 /// The lines printed when the run stops: why, where its checkpoint is, and how to go on.
 fn report_end(
     args: &Args,
-    config: &ConfigFile,
+    config: &CheckedRunConfig,
     training: &TrainingRun,
     observer: &CliObserver,
     reason: StopReason,
@@ -384,7 +390,7 @@ fn report_end(
         );
     }
     if reason == StopReason::Budget {
-        let r = &config.run;
+        let r = config.run();
         let mut spent = Vec::new();
         if r.max_steps > 0 && training.trainer().step_count() >= r.max_steps {
             spent.push(format!("loop.max_steps = {}", r.max_steps));
@@ -403,8 +409,9 @@ fn report_end(
 }
 
 /// The config and its name: `--config FILE` (name = file stem); on `--resume` without
-/// `--config`, the run directory's resolved `config.toml`; else the built-in CPU config.
-fn load_config(args: &Args) -> anyhow::Result<(ConfigFile, String)> {
+/// `--config`, the run directory's resolved `config.toml`; else the built-in CPU config. Read,
+/// not checked yet (the overrides come first); the third value names it in errors.
+fn load_config(args: &Args) -> anyhow::Result<(RunConfig, String, String)> {
     if let Some(path) = &args.config {
         let name = path
             .file_stem()
@@ -412,7 +419,7 @@ fn load_config(args: &Args) -> anyhow::Result<(ConfigFile, String)> {
             .filter(|s| !s.is_empty())
             .unwrap_or("run")
             .to_string();
-        return Ok((ConfigFile::load(path)?, name));
+        return Ok((crate::config::load(path)?, name, path.display().to_string()));
     }
     if args.resume
         && let Some(dir) = &args.run_dir
@@ -420,7 +427,8 @@ fn load_config(args: &Args) -> anyhow::Result<(ConfigFile, String)> {
         let resolved = dir.join("config.toml");
         if resolved.exists() {
             let name = dir.file_name().and_then(|s| s.to_str()).unwrap_or("run").to_string();
-            return Ok((ConfigFile::load(&resolved)?, name));
+            let origin = resolved.display().to_string();
+            return Ok((crate::config::load(&resolved)?, name, origin));
         }
         let has_checkpoints = xiangqi_train::pipeline::list_checkpoints(&dir.join("checkpoints"))
             .is_ok_and(|c| !c.is_empty());
@@ -432,7 +440,8 @@ fn load_config(args: &Args) -> anyhow::Result<(ConfigFile, String)> {
             );
         }
     }
-    Ok((ConfigFile::parse(BUILTIN_CPU, "built-in configs/cpu.toml")?, "cpu".to_string()))
+    let origin = "built-in configs/cpu.toml";
+    Ok((crate::config::parse(BUILTIN_CPU, origin)?, "cpu".to_string(), origin.to_string()))
 }
 
 /// Refuses a run directory of the wrong kind before anything is created in it: `--resume` needs

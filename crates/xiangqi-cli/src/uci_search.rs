@@ -32,7 +32,7 @@ use xiangqi::Move;
 use xiangqi_search::GameEnv;
 use xiangqi_search::arena::drive_search;
 use xiangqi_search::{
-    EvalBuffer, EvalRequest, Evaluator, NodeId, NodeStatus, Search, SearchConfig, Tree, game_rng,
+    Checked, EvalBuffer, EvalRequest, Evaluator, NodeId, NodeStatus, Search, Tree, game_rng,
 };
 
 /// How often `info` is printed while searching.
@@ -365,7 +365,7 @@ fn search<G: GameEnv, E: Evaluator<G>>(
     let started = controls.started;
     let mut mask =
         RootMask { inner: evaluator, root_len: job.game.moves().len(), banned: &job.banned };
-    let mut search = Search::new(job.game.clone(), SearchConfig::default());
+    let mut search = Search::new(job.game.clone(), Checked::default());
     let batch = search.config().virtual_loss_batch as usize;
     let mut buffer = EvalBuffer::new();
     let mut rng = game_rng(0, 0);

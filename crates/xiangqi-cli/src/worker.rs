@@ -30,13 +30,12 @@ use anyhow::Context;
 use xiangqi::{Game, janggi};
 use xiangqi_nn::{Device, InferenceNet, NnEvaluator, checkpoint};
 use xiangqi_search::{
-    GameEnv, GameKind, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, game_rng,
+    Checked, GameEnv, GameKind, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, game_rng,
     play_games_from, write_shard_to,
 };
 use xiangqi_store::{Created, Store};
 use xiangqi_train::distributed::{self, LOCAL_SELFPLAY_WORKER, LatestWatch, RUN_CONFIG_KEY};
-
-use crate::config::ConfigFile;
+use xiangqi_train::pipeline::CheckedRunConfig;
 
 /// What the worker was asked for on the command line.
 pub struct WorkerArgs<'a> {
@@ -173,7 +172,7 @@ fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) -> bool {
 /// The net of a generation, with the config it was published under.
 struct Loaded {
     generation: u64,
-    config: ConfigFile,
+    config: CheckedRunConfig,
     evaluator: NnEvaluator,
 }
 
@@ -189,13 +188,13 @@ fn load_generation(
         .with_context(|| format!("{}: no {RUN_CONFIG_KEY} yet", store.location()))?;
     let text = String::from_utf8(text).context("run.toml is not UTF-8")?;
     let origin = format!("{}/{RUN_CONFIG_KEY}", store.location());
-    let config = ConfigFile::parse(&text, &origin)?;
+    let config = crate::config::parse_checked(&text, &origin)?;
     let dir = cache.join(format!("{generation:012}"));
     distributed::download_net(store, generation, &dir)?;
-    let (net, manifest) = checkpoint::load_net(&dir, Some(&config.network), device)
+    let (net, manifest) = checkpoint::load_net(&dir, Some(config.network().get()), device)
         .with_context(|| format!("generation {generation} of {}", store.location()))?;
     manifest
-        .expect_game(&dir, config.selfplay.game)
+        .expect_game(&dir, config.game())
         .with_context(|| format!("generation {generation} of {}", store.location()))?;
     let net = InferenceNet::from_net(&net, device)?;
     let _ = std::fs::remove_dir_all(&dir);
@@ -217,14 +216,14 @@ struct ShardGames {
 /// Plays one shard's games of game `G`; `None` if stopped.
 fn play_shard<G: GameEnv>(
     l: &mut Loaded,
-    selfplay: &SelfPlayConfig,
+    selfplay: &Checked<SelfPlayConfig>,
     which: &ShardGames,
     stop: &AtomicBool,
 ) -> anyhow::Result<Option<(Shard, SelfPlayStats)>> {
     let mut shard = Shard::new::<G>(selfplay.rules_for::<G>()?);
     let played = play_games_from::<G, _, _>(
         which.first,
-        &l.config.search,
+        l.config.search(),
         selfplay,
         which.games,
         &mut l.evaluator,
@@ -344,7 +343,7 @@ fn work(
             }
             continue;
         };
-        let games = u64::from(l.config.selfplay.games_per_shard.max(1))
+        let games = u64::from(l.config.selfplay().games_per_shard.max(1))
             .min(args.games.map_or(u64::MAX, |g| g - uploaded));
         let Some((shard, stats)) = play_next_shard(args, l, id, seq, next_game, games, stop)?
         else {
@@ -491,12 +490,14 @@ fn play_next_shard(
     games: u64,
     stop: &AtomicBool,
 ) -> anyhow::Result<Option<(Shard, SelfPlayStats)>> {
-    let mut selfplay = l.config.selfplay.clone();
+    let mut selfplay = l.config.selfplay().clone().into_inner();
     if let Some(t) = args.threads {
         selfplay.threads = t;
     }
     let base = args.seed.unwrap_or(selfplay.seed);
     selfplay.seed = rand::RngExt::random(&mut game_rng(base ^ id, seq));
+    // The shard's own threads and seed: new values, checked as such.
+    let selfplay = Checked::new(selfplay).context("--threads")?;
     let generation = u32::try_from(l.generation).unwrap_or(u32::MAX - 1);
     let shard_games = ShardGames { first: first_game, games, worker: id, generation };
     match selfplay.game {

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 /// A setting with a bad value: which key (with its section, `network.blocks`) and why. The
 /// same type as the search crate's, so that every section of a config reports alike.
 pub use xiangqi_search::ConfigError;
+use xiangqi_search::Validate;
 
 fn check(ok: bool, key: &'static str, reason: impl fmt::Display) -> Result<(), ConfigError> {
     if ok { Ok(()) } else { Err(ConfigError { key, reason: reason.to_string() }) }
@@ -367,6 +368,18 @@ impl TrainConfig {
                 base * self.decay_factor.powi(decays)
             }
         }
+    }
+}
+
+impl Validate for NetConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        NetConfig::validate(self)
+    }
+}
+
+impl Validate for TrainConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        TrainConfig::validate(self)
     }
 }
 

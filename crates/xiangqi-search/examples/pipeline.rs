@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use xiangqi_search::{ScriptedEvaluator, SearchConfig, SelfPlayConfig, play_games};
+use xiangqi_search::{Checked, ScriptedEvaluator, SearchConfig, SelfPlayConfig, play_games};
 
 fn arg(i: usize, default: u64) -> u64 {
     std::env::args().nth(i).and_then(|a| a.parse().ok()).unwrap_or(default)
@@ -30,14 +30,19 @@ fn main() {
         ..SelfPlayConfig::default()
     };
     let mut eval = ScriptedEvaluator::uniform().with_delay(Duration::from_millis(delay_ms));
-    let stats =
-        match play_games::<xiangqi::Game, _, _>(&search, &selfplay, games, &mut eval, |_| Ok(())) {
-            Ok(stats) => stats,
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::exit(1);
-            }
-        };
+    let stats = match play_games::<xiangqi::Game, _, _>(
+        &Checked::new(search).unwrap(),
+        &Checked::new(selfplay).unwrap(),
+        games,
+        &mut eval,
+        |_| Ok(()),
+    ) {
+        Ok(stats) => stats,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
     println!(
         "evaluator busy {:.1}% of {:.2} s; {} batches of {:.1} states on average; {} simulations",
         100.0 * stats.busy_fraction(),

@@ -29,6 +29,81 @@ pub struct ConfigError {
     pub reason: String,
 }
 
+/// A settings type whose values can be checked: a section of a config file, or all of them.
+pub trait Validate {
+    /// Checks every value (and the rules between them).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first bad key and why.
+    fn validate(&self) -> Result<(), ConfigError>;
+}
+
+/// Settings that passed their checks, once: made only by [`Checked::new`], which runs
+/// [`Validate::validate`], and read-only after that (it dereferences to the settings; changing
+/// one means [`Checked::into_inner`] and a new check). A function that takes a `Checked` value
+/// checks nothing again and has no error or panic for bad settings: the idea of shakmaty's
+/// unchecked `Setup` and checked `Position`, for a config.
+///
+/// ```
+/// use xiangqi_search::{Checked, SearchConfig};
+///
+/// let bad = SearchConfig { c_puct: -1.0, ..SearchConfig::default() };
+/// assert_eq!(Checked::new(bad).unwrap_err().key, "search.c_puct");
+/// let good = SearchConfig { simulations: 64, cheap_simulations: 16, ..SearchConfig::default() };
+/// let good = Checked::new(good).unwrap();
+/// assert_eq!(good.simulations, 64); // read through the check
+/// // Too few simulations for the cheap search's 100 (the default).
+/// let bad = SearchConfig { simulations: 64, ..SearchConfig::default() };
+/// assert_eq!(Checked::new(bad).unwrap_err().key, "search.cheap_simulations");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Checked<T>(T);
+
+impl<T: Validate> Checked<T> {
+    /// Checks `config`.
+    ///
+    /// # Errors
+    /// The [`ConfigError`] of its first bad key.
+    pub fn new(config: T) -> Result<Checked<T>, ConfigError> {
+        config.validate()?;
+        Ok(Checked(config))
+    }
+}
+
+impl<T> Checked<T> {
+    /// The settings (also reached by dereferencing).
+    pub fn get(&self) -> &T {
+        &self.0
+    }
+
+    /// The settings, to change and check again.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> std::ops::Deref for Checked<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Validate + Default> Default for Checked<T> {
+    /// The default settings.
+    ///
+    /// # Panics
+    /// If `T`'s defaults fail their own checks (each config's unit tests check that they pass).
+    fn default() -> Self {
+        match Checked::new(T::default()) {
+            Ok(checked) => checked,
+            Err(e) => panic!("the default settings fail their checks: {e}"),
+        }
+    }
+}
+
 fn check(ok: bool, key: &'static str, reason: impl fmt::Display) -> Result<(), ConfigError> {
     if ok { Ok(()) } else { Err(ConfigError { key, reason: reason.to_string() }) }
 }
@@ -313,6 +388,18 @@ impl SelfPlayConfig {
                 G::parse_rules(name).map_err(|reason| ConfigError { key: "selfplay.rules", reason })
             }
         }
+    }
+}
+
+impl Validate for SearchConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        SearchConfig::validate(self)
+    }
+}
+
+impl Validate for SelfPlayConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        SelfPlayConfig::validate(self)
     }
 }
 

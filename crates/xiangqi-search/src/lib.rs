@@ -14,12 +14,14 @@
 //! use rand::SeedableRng;
 //! use rand_chacha::ChaCha8Rng;
 //! use xiangqi::{Color, Game, Position, RuleSet};
-//! use xiangqi_search::{EvalBuffer, Search, SearchConfig, UniformEvaluator};
+//! use xiangqi_search::{Checked, EvalBuffer, Search, SearchConfig, UniformEvaluator};
 //!
 //! // Red to move wins at once, e.g. b7-b9 mate; no network, only the rules' verdicts.
 //! let pos = Position::from_fen("4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1").unwrap();
 //! let mut game = Game::new(pos, RuleSet::Asian);
-//! let mut search = Search::new(game.clone(), SearchConfig::default());
+//! // Settings are checked once, before the search takes them.
+//! let config = Checked::new(SearchConfig { c_puct: 1.25, ..SearchConfig::default() }).unwrap();
+//! let mut search = Search::new(game.clone(), config);
 //! let mut rng = ChaCha8Rng::seed_from_u64(1);
 //! let result = search
 //!     .run(400, false, &mut rng, &mut UniformEvaluator, &mut EvalBuffer::new())
@@ -45,7 +47,10 @@ pub mod shard;
 pub mod tactics;
 pub mod tree;
 
-pub use config::{Algorithm, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig, WinCheck};
+pub use config::{
+    Algorithm, Checked, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig, Validate,
+    WinCheck,
+};
 pub use driver::{BatchCounters, Lane, Lockstep, drive_search};
 pub use eval::{EvalBuffer, EvalLog, EvalRequest, Evaluator, ScriptedEvaluator, UniformEvaluator};
 pub use game::{

@@ -58,7 +58,7 @@
 use rand::{Rng, RngExt};
 use rand_distr::{Distribution, Gamma};
 
-use crate::config::{Algorithm, GumbelInterior, SearchConfig, WinCheck};
+use crate::config::{Algorithm, Checked, GumbelInterior, SearchConfig, WinCheck};
 use crate::eval::{EvalBuffer, EvalRequest, Evaluator};
 use crate::game::SearchGame;
 use crate::tree::{Node, NodeId, NodeStatus, Tree};
@@ -114,7 +114,7 @@ pub struct SearchResult<M> {
 /// An MCTS over game states `G` (see the [module documentation](self)).
 #[derive(Clone, Debug)]
 pub struct Search<G: SearchGame> {
-    config: SearchConfig,
+    config: Checked<SearchConfig>,
     tree: Tree<G>,
     target: u32,
     completed: u32,
@@ -139,14 +139,8 @@ pub struct Search<G: SearchGame> {
 }
 
 impl<G: SearchGame> Search<G> {
-    /// A search rooted at `game`.
-    ///
-    /// # Panics
-    /// If `config` does not pass [`SearchConfig::validate`].
-    pub fn new(game: G, config: SearchConfig) -> Search<G> {
-        if let Err(e) = config.validate() {
-            panic!("invalid search config: {e}");
-        }
+    /// A search rooted at `game`, with settings checked beforehand ([`Checked::new`]).
+    pub fn new(game: G, config: Checked<SearchConfig>) -> Search<G> {
         Search {
             config,
             tree: Tree::new(game),
@@ -169,7 +163,7 @@ impl<G: SearchGame> Search<G> {
     }
 
     /// The settings.
-    pub fn config(&self) -> &SearchConfig {
+    pub fn config(&self) -> &Checked<SearchConfig> {
         &self.config
     }
 
@@ -494,7 +488,7 @@ impl<G: SearchGame> Search<G> {
     ///
     /// # Panics
     /// If `spare` has leaves pending.
-    pub fn renewed(spare: Option<Search<G>>, game: G, config: &SearchConfig) -> Search<G> {
+    pub fn renewed(spare: Option<Search<G>>, game: G, config: &Checked<SearchConfig>) -> Search<G> {
         match spare {
             Some(mut s) => {
                 s.reset(game);

@@ -41,7 +41,7 @@ use rand_chacha::ChaCha8Rng;
 use thiserror::Error;
 use xiangqi::{Color, Outcome, OutcomeReason};
 
-use crate::config::{ConfigError, SearchConfig, SelfPlayConfig};
+use crate::config::{Checked, ConfigError, SearchConfig, SelfPlayConfig};
 use crate::driver::{Lane, Lockstep, evaluate_while_advancing};
 use crate::eval::Evaluator;
 use crate::game::{GameEnv, SearchGame};
@@ -173,8 +173,8 @@ pub fn game_rng(seed: u64, game_id: u64) -> ChaCha8Rng {
 }
 
 struct Settings<G: GameEnv> {
-    search: SearchConfig,
-    selfplay: SelfPlayConfig,
+    search: Checked<SearchConfig>,
+    selfplay: Checked<SelfPlayConfig>,
     /// The rule set of every game.
     rules: G::Rules,
     /// The id of the first game of the call.
@@ -379,13 +379,16 @@ struct Group<'s, G: GameEnv> {
 /// Plays `games` self-play games with `evaluator` and reports each finished game (and progress)
 /// to `on_event`, in a deterministic order. Returns the final counters.
 ///
+/// The settings were checked beforehand ([`Checked::new`]); `selfplay` must name game `G`.
+///
 /// # Errors
-/// [`SelfPlayError::Config`] for invalid settings, [`SelfPlayError::Evaluator`] if the evaluator
+/// [`SelfPlayError::Config`] if `selfplay` is for another game than `G` or names a rule set
+/// `G` does not have, [`SelfPlayError::Evaluator`] if the evaluator
 /// fails, [`SelfPlayError::Handler`] if `on_event` does, [`SelfPlayError::ThreadPool`] if the
 /// pool cannot be built.
 pub fn play_games<G, E, F>(
-    search: &SearchConfig,
-    selfplay: &SelfPlayConfig,
+    search: &Checked<SearchConfig>,
+    selfplay: &Checked<SelfPlayConfig>,
     games: u64,
     evaluator: &mut E,
     on_event: F,
@@ -407,8 +410,8 @@ where
 /// As [`play_games`].
 pub fn play_games_from<G, E, F>(
     first_game_id: u64,
-    search: &SearchConfig,
-    selfplay: &SelfPlayConfig,
+    search: &Checked<SearchConfig>,
+    selfplay: &Checked<SelfPlayConfig>,
     games: u64,
     evaluator: &mut E,
     mut on_event: F,
@@ -418,8 +421,6 @@ where
     E: Evaluator<G>,
     F: FnMut(SelfPlayEvent<'_, G>) -> Result<(), BoxError>,
 {
-    search.validate()?;
-    selfplay.validate()?;
     let rules = selfplay.rules_for::<G>()?;
     let settings =
         Settings { search: search.clone(), selfplay: selfplay.clone(), rules, first_game_id };

@@ -4,7 +4,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use xiangqi::{Game, Move, OutcomeReason, Position, RuleSet};
 use xiangqi_search::{
-    Algorithm, EvalBuffer, NodeId, ScriptedEvaluator, Search, SearchConfig, SearchGame,
+    Algorithm, Checked, EvalBuffer, NodeId, ScriptedEvaluator, Search, SearchConfig, SearchGame,
     UniformEvaluator, WinCheck,
 };
 
@@ -47,7 +47,7 @@ fn search(
     sims: u32,
 ) -> (Game, xiangqi_search::SearchResult<Move>) {
     let g = game(fen);
-    let mut s = Search::new(g.clone(), config);
+    let mut s = Search::new(g.clone(), Checked::new(config).unwrap());
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let r = s.run(sims, false, &mut rng, &mut UniformEvaluator, &mut EvalBuffer::new()).unwrap();
     (g, r)
@@ -107,7 +107,7 @@ fn the_root_win_check_finds_a_win_the_priors_hide() {
                 win_check: if check { WinCheck::Root } else { WinCheck::Off },
                 ..SearchConfig::default()
             };
-            let mut s = Search::new(g.clone(), config);
+            let mut s = Search::new(g.clone(), Checked::new(config).unwrap());
             let mut eval =
                 ScriptedEvaluator::new(|game: &Game, moves: &[Move], priors: &mut [f32]| {
                     for (p, &m) in priors.iter_mut().zip(moves) {
@@ -147,7 +147,7 @@ fn the_tree_win_check_sees_a_mate_in_one_allowed() {
             win_check: check,
             ..SearchConfig::default()
         };
-        let mut s = Search::new(g.clone(), config);
+        let mut s = Search::new(g.clone(), Checked::new(config).unwrap());
         let mut eval = ScriptedEvaluator::new(|game: &Game, moves: &[Move], priors: &mut [f32]| {
             for (p, &m) in priors.iter_mut().zip(moves) {
                 *p = if allows_mate(game, m) { 1.0 } else { 1e-3 };
@@ -198,7 +198,7 @@ fn visit_counts_add_up_to_the_simulations() {
 fn terminal_simulations_count_without_evaluation() {
     // With only mates visited, most simulations never reach the evaluator.
     let g = game(MATE_IN_ONE);
-    let mut s = Search::new(g, SearchConfig::default());
+    let mut s = Search::new(g, Checked::default());
     let mut eval = ScriptedEvaluator::uniform();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let r = s.run(1000, false, &mut rng, &mut eval, &mut EvalBuffer::new()).unwrap();
@@ -213,7 +213,7 @@ fn dirichlet_noise_only_where_configured() {
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let uniform = 1.0 / 44.0;
     let run = |noise: bool, config: SearchConfig, rng: &mut ChaCha8Rng| {
-        let mut s = Search::new(g.clone(), config);
+        let mut s = Search::new(g.clone(), Checked::new(config).unwrap());
         s.run(16, noise, rng, &mut UniformEvaluator, &mut EvalBuffer::new()).unwrap();
         s.root_priors().to_vec()
     };
@@ -233,7 +233,8 @@ fn same_seed_same_search() {
     for algorithm in [Algorithm::Puct, Algorithm::Gumbel] {
         let config = SearchConfig { algorithm, ..SearchConfig::default() };
         let run = |seed| {
-            let mut s = Search::new(game(xiangqi::START_FEN), config.clone());
+            let mut s =
+                Search::new(game(xiangqi::START_FEN), Checked::new(config.clone()).unwrap());
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             s.run(200, true, &mut rng, &mut UniformEvaluator, &mut EvalBuffer::new()).unwrap()
         };
@@ -244,7 +245,7 @@ fn same_seed_same_search() {
 
 #[test]
 fn tree_reuse_keeps_the_subtree() {
-    let mut s = Search::new(game(xiangqi::START_FEN), SearchConfig::default());
+    let mut s = Search::new(game(xiangqi::START_FEN), Checked::default());
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let mut buf = EvalBuffer::new();
     let r = s.run(400, false, &mut rng, &mut UniformEvaluator, &mut buf).unwrap();
@@ -280,7 +281,7 @@ fn search_game_for_xiangqi_uses_the_rules() {
 
 #[test]
 fn noise_does_not_accumulate_over_searches_from_one_root() {
-    let mut s = Search::new(game(xiangqi::START_FEN), SearchConfig::default());
+    let mut s = Search::new(game(xiangqi::START_FEN), Checked::default());
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     let mut buf = EvalBuffer::new();
     s.run(32, true, &mut rng, &mut UniformEvaluator, &mut buf).unwrap();

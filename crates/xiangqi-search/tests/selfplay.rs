@@ -7,10 +7,15 @@ use xiangqi::{Color, Game, OutcomeReason, RuleSet};
 use xiangqi_search::resign::BINS;
 use xiangqi_search::shard::temp_path;
 use xiangqi_search::{
-    Algorithm, GameRecord, ResignCalibration, ScriptedEvaluator, SearchConfig, SelfPlayConfig,
-    SelfPlayEvent, SelfPlayStats, Shard, ShardError, UniformEvaluator, list_shards,
-    parse_pgn_moves, play_games, read_shard, write_shard,
+    Algorithm, Checked, GameRecord, ResignCalibration, ScriptedEvaluator, SearchConfig,
+    SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, ShardError, UniformEvaluator, Validate,
+    list_shards, parse_pgn_moves, play_games, read_shard, write_shard,
 };
+
+/// `config`, checked (the tests' settings are valid).
+fn checked<T: Validate + Clone>(config: &T) -> Checked<T> {
+    Checked::new(config.clone()).unwrap()
+}
 
 fn small_search() -> SearchConfig {
     SearchConfig {
@@ -41,14 +46,19 @@ fn play(
     games: u64,
 ) -> (Vec<GameRecord<xiangqi::Game>>, SelfPlayStats) {
     let mut records = Vec::new();
-    let stats =
-        play_games::<xiangqi::Game, _, _>(search, selfplay, games, &mut UniformEvaluator, |e| {
+    let stats = play_games::<xiangqi::Game, _, _>(
+        &checked(search),
+        &checked(selfplay),
+        games,
+        &mut UniformEvaluator,
+        |e| {
             if let SelfPlayEvent::GameFinished(r, _) = e {
                 records.push(r.clone());
             }
             Ok(())
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     (records, stats)
 }
 
@@ -65,12 +75,18 @@ fn pool_batches_leaves_across_games() {
     let selfplay = small_selfplay();
     let mut eval = ScriptedEvaluator::uniform();
     let mut finished = 0;
-    let stats = play_games::<xiangqi::Game, _, _>(&search, &selfplay, 6, &mut eval, |e| {
-        if let SelfPlayEvent::GameFinished(..) = e {
-            finished += 1;
-        }
-        Ok(())
-    })
+    let stats = play_games::<xiangqi::Game, _, _>(
+        &checked(&search),
+        &checked(&selfplay),
+        6,
+        &mut eval,
+        |e| {
+            if let SelfPlayEvent::GameFinished(..) = e {
+                finished += 1;
+            }
+            Ok(())
+        },
+    )
     .unwrap();
     assert_eq!(finished, 6);
     assert_eq!(stats.games_finished, 6);
@@ -88,7 +104,10 @@ fn max_batch_is_respected() {
     let search = SearchConfig { virtual_loss_batch: 8, ..small_search() };
     let selfplay = SelfPlayConfig { games_in_flight: 8, max_batch: 5, ..small_selfplay() };
     let mut eval = ScriptedEvaluator::uniform();
-    play_games::<xiangqi::Game, _, _>(&search, &selfplay, 8, &mut eval, |_| Ok(())).unwrap();
+    play_games::<xiangqi::Game, _, _>(&checked(&search), &checked(&selfplay), 8, &mut eval, |_| {
+        Ok(())
+    })
+    .unwrap();
     assert!(eval.log().batch_sizes.iter().all(|&n| (1..=5).contains(&n)));
 }
 
@@ -164,12 +183,18 @@ fn resignation_and_its_false_positives() {
     };
     let search = SearchConfig { full_search_prob: 1.0, ..small_search() };
     let mut records = Vec::new();
-    let stats = play_games::<xiangqi::Game, _, _>(&search, &selfplay, 12, &mut eval, |e| {
-        if let SelfPlayEvent::GameFinished(r, _) = e {
-            records.push(r.clone());
-        }
-        Ok(())
-    })
+    let stats = play_games::<xiangqi::Game, _, _>(
+        &checked(&search),
+        &checked(&selfplay),
+        12,
+        &mut eval,
+        |e| {
+            if let SelfPlayEvent::GameFinished(r, _) = e {
+                records.push(r.clone());
+            }
+            Ok(())
+        },
+    )
     .unwrap();
     let disabled = records.iter().filter(|r| r.resign_disabled).count() as u64;
     assert!(disabled > 0 && disabled < 12, "about half the games: {disabled}");

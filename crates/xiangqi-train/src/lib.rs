@@ -14,17 +14,11 @@
 //! ```no_run
 //! use std::path::Path;
 //!
-//! use xiangqi_nn::{NetConfig, TrainConfig};
-//! use xiangqi_search::{SearchConfig, SelfPlayConfig};
-//! use xiangqi_train::pipeline::{LoopConfig, NoObserver, RunConfig, RunPaths, TrainingRun};
+//! use xiangqi_nn::NetConfig;
+//! use xiangqi_train::pipeline::{NoObserver, RunConfig, RunPaths, TrainingRun};
 //!
-//! let config = RunConfig {
-//!     network: NetConfig::tiny(),
-//!     training: TrainConfig::default(),
-//!     search: SearchConfig::default(),
-//!     selfplay: SelfPlayConfig::default(),
-//!     run: LoopConfig::default(),
-//! };
+//! // Settings as a config file holds them, checked once; the run takes the checked form.
+//! let config = RunConfig { network: NetConfig::tiny(), ..RunConfig::default() }.check()?;
 //! let paths = RunPaths::under(Path::new("runs/example"));
 //! // Two iterations on the CPU; `TrainingRun::resume` continues from the newest checkpoint.
 //! let mut run = TrainingRun::create(config, paths)?;

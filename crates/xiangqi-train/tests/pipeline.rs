@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use xiangqi::{Game, Position, RuleSet};
 use xiangqi_nn::{InferenceNet, NetConfig, TrainConfig, checkpoint, cpu_device};
 use xiangqi_search::{
-    SearchConfig, SelfPlayConfig, SelfPlayEvent, Shard, UniformEvaluator, list_shards, play_games,
-    read_shard, write_shard_to,
+    Checked, SearchConfig, SelfPlayConfig, SelfPlayEvent, Shard, UniformEvaluator, list_shards,
+    play_games, read_shard, write_shard_to,
 };
 use xiangqi_store::Store;
 use xiangqi_train::distributed::{ShardCursor, shard_key};
@@ -56,6 +56,7 @@ fn tiny() -> RunConfig {
         search,
         selfplay,
         run,
+        ..RunConfig::default()
     }
 }
 
@@ -75,13 +76,13 @@ fn a_resumed_run_takes_the_same_steps_as_an_uninterrupted_one() {
     let _ = fs::remove_dir_all(&tmp);
     let (a, b) = (RunPaths::under(&tmp.join("a")), RunPaths::under(&tmp.join("b")));
 
-    let mut straight = TrainingRun::create(tiny(), a.clone()).unwrap();
+    let mut straight = TrainingRun::create(tiny().check().unwrap(), a.clone()).unwrap();
     assert_eq!(straight.run(Some(3), &mut NoObserver).unwrap(), StopReason::Iterations);
 
-    let mut first = TrainingRun::create(tiny(), b.clone()).unwrap();
+    let mut first = TrainingRun::create(tiny().check().unwrap(), b.clone()).unwrap();
     first.run(Some(2), &mut NoObserver).unwrap();
     drop(first);
-    let mut resumed = TrainingRun::resume(tiny(), b.clone()).unwrap();
+    let mut resumed = TrainingRun::resume(tiny().check().unwrap(), b.clone()).unwrap();
     assert_eq!(resumed.iteration(), 2);
     resumed.run(Some(1), &mut NoObserver).unwrap();
 
@@ -105,9 +106,15 @@ fn a_resumed_run_takes_the_same_steps_as_an_uninterrupted_one() {
     assert!(v0.iter().zip(&va).any(|(x, y)| (x - y).abs() > 1e-4), "training changed nothing");
 
     // A new run in a used directory is refused; resuming an empty one too.
-    assert!(matches!(TrainingRun::create(tiny(), a.clone()), Err(PipelineError::RunExists(_))));
+    assert!(matches!(
+        TrainingRun::create(tiny().check().unwrap(), a.clone()),
+        Err(PipelineError::RunExists(_))
+    ));
     let empty = RunPaths::under(&tmp.join("empty"));
-    assert!(matches!(TrainingRun::resume(tiny(), empty), Err(PipelineError::NothingToResume(_))));
+    assert!(matches!(
+        TrainingRun::resume(tiny().check().unwrap(), empty),
+        Err(PipelineError::NothingToResume(_))
+    ));
     let _ = fs::remove_dir_all(&tmp);
 }
 
@@ -117,7 +124,7 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_previous_one() {
     let tmp = std::env::temp_dir().join(format!("xqz-pipeline-damaged-{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     let paths = RunPaths::under(&tmp);
-    let mut run = TrainingRun::create(tiny(), paths.clone()).unwrap();
+    let mut run = TrainingRun::create(tiny().check().unwrap(), paths.clone()).unwrap();
     run.run(Some(2), &mut NoObserver).unwrap();
     drop(run);
     // Truncate a file of the newest checkpoint.
@@ -130,7 +137,7 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_previous_one() {
         }
     }
     assert!(checkpoint::verify(&newest, None).is_err(), "the damage must be detected");
-    let resumed = TrainingRun::resume(tiny(), paths).unwrap();
+    let resumed = TrainingRun::resume(tiny().check().unwrap(), paths).unwrap();
     assert_eq!(resumed.iteration(), 1);
     let _ = fs::remove_dir_all(&tmp);
 }
@@ -164,8 +171,8 @@ fn upload_worker_shards(
     let rules = config.selfplay.rules_for::<Game>().unwrap();
     let mut records = Vec::new();
     play_games::<Game, _, _>(
-        &config.search,
-        &config.selfplay,
+        &Checked::new(config.search.clone()).unwrap(),
+        &Checked::new(config.selfplay.clone()).unwrap(),
         counts.iter().sum(),
         &mut UniformEvaluator,
         |e| {
@@ -213,7 +220,7 @@ fn a_fast_worker_does_not_starve_a_slow_one_and_every_shard_is_trained_on_once()
     assert!((0..8).map(|s| len(fast, s)).sum::<usize>() > config.run.window_samples);
 
     let paths = RunPaths::under(&tmp.join("run"));
-    let mut run = TrainingRun::create(config, paths.clone()).unwrap();
+    let mut run = TrainingRun::create(config.check().unwrap(), paths.clone()).unwrap();
     run.attach_store(store).unwrap();
     let mut reports = Reports::default();
     run.run(Some(1), &mut reports).unwrap();
@@ -294,7 +301,7 @@ fn each_new_shard_is_scored_before_it_is_trained_on() {
     // With a material part the value target exists even for games cut at the 24-ply cap.
     config.run.material_weight = 0.5;
     let paths = RunPaths::under(&tmp.join("a"));
-    let mut run = TrainingRun::create(config.clone(), paths.clone()).unwrap();
+    let mut run = TrainingRun::create(config.clone().check().unwrap(), paths.clone()).unwrap();
     let mut reports = Reports::default();
     run.run(Some(2), &mut reports).unwrap();
     assert_eq!(reports.0.len(), 2);
@@ -328,7 +335,9 @@ fn each_new_shard_is_scored_before_it_is_trained_on() {
     }
     // At most `heldout_samples` samples are scored.
     config.run.heldout_samples = 40;
-    let mut few = TrainingRun::create(config.clone(), RunPaths::under(&tmp.join("c"))).unwrap();
+    let mut few =
+        TrainingRun::create(config.clone().check().unwrap(), RunPaths::under(&tmp.join("c")))
+            .unwrap();
     let mut reports = Reports::default();
     few.run(Some(1), &mut reports).unwrap();
     let r = &reports.0[0];
@@ -336,7 +345,8 @@ fn each_new_shard_is_scored_before_it_is_trained_on() {
     assert_eq!(r.heldout.expect("measured").samples, 40);
     // Not measured when turned off.
     config.run.heldout_samples = 0;
-    let mut off = TrainingRun::create(config, RunPaths::under(&tmp.join("b"))).unwrap();
+    let mut off =
+        TrainingRun::create(config.check().unwrap(), RunPaths::under(&tmp.join("b"))).unwrap();
     let mut reports = Reports::default();
     off.run(Some(1), &mut reports).unwrap();
     assert_eq!(reports.0[0].heldout, None);
@@ -354,11 +364,11 @@ fn self_tuning_resignation_starts_off_and_its_counts_survive_a_resume() {
     // A fixed threshold beside the self-tuning one is refused, naming the key.
     let mut both = config.clone();
     both.selfplay.resign_threshold = -0.9;
-    let err = TrainingRun::create(both, RunPaths::under(&tmp.join("both"))).err().unwrap();
+    let err = both.check().err().unwrap();
     assert!(err.to_string().contains("selfplay.resign_threshold"), "{err}");
 
     let paths = RunPaths::under(&tmp.join("run"));
-    let mut run = TrainingRun::create(config.clone(), paths.clone()).unwrap();
+    let mut run = TrainingRun::create(config.clone().check().unwrap(), paths.clone()).unwrap();
     let mut reports = Reports::default();
     run.run(Some(1), &mut reports).unwrap();
     // Off at the start, so every game of the first iteration is counted, both sides.
@@ -368,14 +378,14 @@ fn self_tuning_resignation_starts_off_and_its_counts_survive_a_resume() {
     assert!(run.resign_calibration().total() >= 2 * reports.0[0].selfplay.games);
     let (threshold, calibration) = (run.resign_threshold(), run.resign_calibration().clone());
     drop(run);
-    let resumed = TrainingRun::resume(config.clone(), paths.clone()).unwrap();
+    let resumed = TrainingRun::resume(config.clone().check().unwrap(), paths.clone()).unwrap();
     assert_eq!(resumed.resign_threshold(), threshold);
     assert_eq!(resumed.resign_calibration(), &calibration);
     drop(resumed);
     // A kill after the second iteration's shard, before its checkpoint: the resume reuses the
     // shard and takes its games' counts from beside it, as if it had never stopped.
     fs::remove_dir_all(paths.checkpoints.join("ckpt-000002")).unwrap();
-    let mut again = TrainingRun::resume(config, paths).unwrap();
+    let mut again = TrainingRun::resume(config.check().unwrap(), paths).unwrap();
     assert_eq!(again.iteration(), 1);
     again.run(Some(1), &mut NoObserver).unwrap();
     assert_eq!(again.resign_calibration(), &calibration);
@@ -454,7 +464,7 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
 
     // Straight through: 40 pretraining steps, then one iteration of self-play.
     let straight = RunPaths::under(&tmp.join("straight"));
-    let mut run = TrainingRun::create(config(0), straight.clone()).unwrap();
+    let mut run = TrainingRun::create(config(0).check().unwrap(), straight.clone()).unwrap();
     assert_eq!(run.run(Some(1), &mut NoObserver).unwrap(), StopReason::Iterations);
     assert!(run.trainer().step_count() > 40, "no training after the pretraining");
     let record = run.pretrained().unwrap().clone();
@@ -475,7 +485,7 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
     // What it learned: the opening move of both games, and that Red wins them.
     let (prior0, wdl0) = cannon_prior_and_value_of_start(&straight.checkpoints.join("ckpt-000000"));
     let pretrained = RunPaths::under(&tmp.join("only"));
-    let mut only = TrainingRun::create(config(40), pretrained.clone()).unwrap();
+    let mut only = TrainingRun::create(config(40).check().unwrap(), pretrained.clone()).unwrap();
     assert_eq!(only.run(None, &mut NoObserver).unwrap(), StopReason::Budget);
     assert_eq!(only.iteration(), 0, "the budget ends the run before any self-play");
     drop(only);
@@ -485,7 +495,7 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
 
     // Stopped by a step budget in the middle, then resumed: the same net as straight through.
     let stopped = RunPaths::under(&tmp.join("stopped"));
-    let mut first = TrainingRun::create(config(15), stopped.clone()).unwrap();
+    let mut first = TrainingRun::create(config(15).check().unwrap(), stopped.clone()).unwrap();
     assert_eq!(first.run(None, &mut NoObserver).unwrap(), StopReason::Budget);
     assert_eq!(first.pretrained().map(|p| p.steps), Some(15));
     drop(first);
@@ -495,7 +505,7 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
     let mut later = tiny();
     later.run.max_steps = 40;
     later.training.learning_rate = 0.01;
-    let mut resumed = TrainingRun::resume(later, stopped.clone()).unwrap();
+    let mut resumed = TrainingRun::resume(later.check().unwrap(), stopped.clone()).unwrap();
     assert_eq!(resumed.trainer().step_count(), 15, "{:?}", resumed.skipped());
     assert_eq!(resumed.run(None, &mut NoObserver).unwrap(), StopReason::Budget);
     assert_eq!(resumed.pretrained().map(|p| p.steps), Some(40));
@@ -510,11 +520,11 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
     // Stopped before its first step (killed after the run was created): a resume with a config
     // that names no shards still pretrains, from the record in `ckpt-000000`.
     let early = RunPaths::under(&tmp.join("early"));
-    drop(TrainingRun::create(config(40), early.clone()).unwrap());
+    drop(TrainingRun::create(config(40).check().unwrap(), early.clone()).unwrap());
     let mut later = tiny();
     later.run.max_steps = 40;
     later.training.learning_rate = 0.01;
-    let mut resumed = TrainingRun::resume(later, early.clone()).unwrap();
+    let mut resumed = TrainingRun::resume(later.check().unwrap(), early.clone()).unwrap();
     assert_eq!(resumed.run(None, &mut NoObserver).unwrap(), StopReason::Budget);
     assert_eq!(resumed.pretrained().map(|p| (p.steps, p.planned_steps)), Some((40, 40)));
     drop(resumed);
@@ -523,7 +533,7 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
 
     // Shards that changed under a stopped pretraining are refused, naming what changed.
     let changed = RunPaths::under(&tmp.join("changed"));
-    let mut first = TrainingRun::create(config(5), changed.clone()).unwrap();
+    let mut first = TrainingRun::create(config(5).check().unwrap(), changed.clone()).unwrap();
     first.run(None, &mut NoObserver).unwrap();
     drop(first);
     // The same names and sample counts, another content (what `xqz label` writes): refused.
@@ -535,7 +545,7 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
         write_shard_to(std::io::Cursor::new(Vec::new()), &relabelled).unwrap().into_inner(),
     )
     .unwrap();
-    let mut resumed = TrainingRun::resume(config(0), changed.clone()).unwrap();
+    let mut resumed = TrainingRun::resume(config(0).check().unwrap(), changed.clone()).unwrap();
     match resumed.run(Some(1), &mut NoObserver) {
         Err(e @ PipelineError::Pretrain { .. }) => {
             assert!(e.to_string().contains("changed since"), "{e}")
@@ -544,7 +554,7 @@ fn pretraining_teaches_the_shards_moves_and_results_and_a_stopped_one_resumes_to
     }
     fs::write(shards.join("import-000000.npz"), original).unwrap();
     fs::copy(shards.join("import-000000.npz"), shards.join("import-000001.npz")).unwrap();
-    let mut resumed = TrainingRun::resume(config(0), changed).unwrap();
+    let mut resumed = TrainingRun::resume(config(0).check().unwrap(), changed).unwrap();
     match resumed.run(Some(1), &mut NoObserver) {
         Err(e @ PipelineError::Pretrain { .. }) => {
             assert!(e.to_string().contains("changed since"), "{e}")
@@ -580,7 +590,7 @@ fn pretraining_refuses_missing_empty_and_other_game_shards() {
         c.run.pretrain_shards = tmp.join(dir).to_str().unwrap().to_string();
         // Refused when the run is created, before it writes a checkpoint.
         let paths = RunPaths::under(&tmp.join(format!("run-{dir}")));
-        match TrainingRun::create(c, paths.clone()) {
+        match TrainingRun::create(c.check().unwrap(), paths.clone()) {
             Err(e @ PipelineError::Pretrain { .. }) => {
                 assert!(e.to_string().contains(expected), "{dir}: {e}")
             }

@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use thiserror::Error;
 use xiangqi::Color;
 
-use crate::config::SearchConfig;
+use crate::config::{Checked, SearchConfig};
 use crate::driver::{BatchCounters, Lane, Lockstep};
 use crate::eval::{EvalBuffer, EvalRequest, Evaluator};
 use crate::game::GameEnv;
@@ -170,16 +170,20 @@ enum Mover<G: GameEnv> {
     /// A random or greedy player.
     Simple(Box<dyn Player<G>>),
     /// The search with these settings; its last search is kept for the allocations.
-    Search { config: SearchConfig, spare: Option<Box<Search<G>>> },
+    Search { config: Checked<SearchConfig>, spare: Option<Box<Search<G>>> },
 }
 
 impl<G: GameEnv> Mover<G> {
-    fn new(player: &LocalPlayer) -> Mover<G> {
-        match player {
-            LocalPlayer::Random { seed } => Mover::Simple(Box::new(RandomPlayer::new(*seed))),
-            LocalPlayer::Greedy { seed } => Mover::Simple(Box::new(GreedyPlayer::new(*seed))),
-            LocalPlayer::Mcts { config, .. } => {
+    /// The mover of `player`, whose search settings (an MCTS player's) are `checked`.
+    fn new(player: &LocalPlayer, checked: Option<&Checked<SearchConfig>>) -> Mover<G> {
+        match (player, checked) {
+            (LocalPlayer::Random { seed }, _) => Mover::Simple(Box::new(RandomPlayer::new(*seed))),
+            (LocalPlayer::Greedy { seed }, _) => Mover::Simple(Box::new(GreedyPlayer::new(*seed))),
+            (LocalPlayer::Mcts { .. }, Some(config)) => {
                 Mover::Search { config: config.clone(), spare: None }
+            }
+            (LocalPlayer::Mcts { .. }, None) => {
+                unreachable!("Match::run checks every MCTS player's settings first")
             }
         }
     }
@@ -313,9 +317,14 @@ impl<G: GameEnv> Match<'_, G> {
         if self.openings.is_empty() {
             return Err(BatchedMatchError::NoOpenings);
         }
-        for (player, p) in ["A", "B"].into_iter().zip(self.players) {
+        // Each MCTS player's settings, checked once for the whole match.
+        let mut checked: [Option<Checked<SearchConfig>>; 2] = [None, None];
+        for ((player, p), checked) in ["A", "B"].into_iter().zip(self.players).zip(&mut checked) {
             if let LocalPlayer::Mcts { config, .. } = p {
-                config.validate().map_err(|source| BatchedMatchError::Config { player, source })?;
+                *checked = Some(
+                    Checked::new(config.clone())
+                        .map_err(|source| BatchedMatchError::Config { player, source })?,
+                );
                 if self.config.settings.limit.movetime.is_some() {
                     return Err(BatchedMatchError::Timed);
                 }
@@ -362,7 +371,11 @@ impl<G: GameEnv> Match<'_, G> {
                         Some(_) => break,
                         None if next_game < games => {
                             next_game += 1;
-                            let slot = lane.slot.insert(self.new_slot(next_game - 1, idle.pop()));
+                            let slot = lane.slot.insert(self.new_slot(
+                                next_game - 1,
+                                idle.pop(),
+                                &checked,
+                            ));
                             slot.over = slot.step(settings, batch);
                         }
                         None => break,
@@ -405,7 +418,12 @@ impl<G: GameEnv> Match<'_, G> {
     ///
     /// [`run_match`]: super::run_match
     /// [`play_game`]: super::play_game
-    fn new_slot(&self, game_id: u64, movers: Option<[Mover<G>; 2]>) -> Slot<G> {
+    fn new_slot(
+        &self,
+        game_id: u64,
+        movers: Option<[Mover<G>; 2]>,
+        checked: &[Option<Checked<SearchConfig>>; 2],
+    ) -> Slot<G> {
         let opening = (game_id / 2) as usize % self.openings.len();
         let a_color = if game_id % 2 == 0 { Color::Red } else { Color::Black };
         let mut slot = Slot {
@@ -414,7 +432,9 @@ impl<G: GameEnv> Match<'_, G> {
             opening,
             game: self.openings[opening].game(self.config.settings.rules),
             forfeit: None,
-            movers: movers.unwrap_or_else(|| self.players.map(Mover::new)),
+            movers: movers.unwrap_or_else(|| {
+                [0, 1].map(|p| Mover::new(self.players[p], checked[p].as_ref()))
+            }),
             running: None,
             rng: ChaCha8Rng::seed_from_u64(0),
             evaluators: self.groups,

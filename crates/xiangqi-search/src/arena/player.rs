@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use thiserror::Error;
 use xiangqi::Move;
 
-use crate::config::SearchConfig;
+use crate::config::{Checked, SearchConfig};
 use crate::driver::drive_search;
 use crate::eval::{EvalBuffer, Evaluator};
 use crate::game::GameEnv;
@@ -193,7 +193,7 @@ const TIMED_SIMULATIONS: u32 = 1 << 20;
 pub struct MctsPlayer<E> {
     name: String,
     evaluator: E,
-    config: SearchConfig,
+    config: Checked<SearchConfig>,
     buffer: EvalBuffer,
     rng: ChaCha8Rng,
 }
@@ -209,18 +209,17 @@ impl<E> MctsPlayer<E> {
         evaluator: E,
         config: SearchConfig,
     ) -> Result<MctsPlayer<E>, crate::ConfigError> {
-        config.validate()?;
         Ok(MctsPlayer {
             name: name.into(),
             evaluator,
-            config,
+            config: Checked::new(config)?,
             buffer: EvalBuffer::new(),
             rng: ChaCha8Rng::seed_from_u64(0),
         })
     }
 
     /// The search settings.
-    pub fn config(&self) -> &SearchConfig {
+    pub fn config(&self) -> &Checked<SearchConfig> {
         &self.config
     }
 

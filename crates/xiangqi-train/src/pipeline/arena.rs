@@ -9,7 +9,7 @@ impl TrainingRun {
     /// # Errors
     /// A refused checkpoint of the earlier network.
     pub fn arena(&mut self, observer: &mut dyn Observer) -> Result<(), PipelineError> {
-        match self.config.selfplay.game {
+        match self.config.selfplay().game {
             GameKind::Xiangqi => self.arena_of::<Game>(observer),
             GameKind::Janggi => self.arena_of::<janggi::Game>(observer),
         }
@@ -20,21 +20,21 @@ impl TrainingRun {
         &mut self,
         observer: &mut dyn Observer,
     ) -> Result<(), PipelineError> {
-        let r = &self.config.run;
-        let mut search = self.config.search.clone();
+        let r = self.config.run();
+        let mut search = self.config.search().clone().into_inner();
         search.dirichlet_epsilon = 0.0;
         let sims = if r.arena_simulations > 0 { r.arena_simulations } else { search.simulations };
         search.simulations = sims;
         search.cheap_simulations = search.cheap_simulations.min(sims);
         let settings = GameSettings::<G> {
-            rules: self.config.selfplay.rules_for::<G>()?,
-            max_plies: self.config.selfplay.length_cap.max(1),
+            rules: self.config.selfplay().rules_for::<G>()?,
+            max_plies: self.config.selfplay().length_cap.max(1),
             limit: MoveLimit { simulations: Some(sims), ..MoveLimit::default() },
         };
         let match_config = MatchConfig { games: r.arena_games, settings, sprt: None };
         let openings = Opening::<G>::builtin();
         let seed = derive_seed(r.seed, 3, self.iteration);
-        let concurrency = (self.config.selfplay.games_in_flight as usize).max(1);
+        let concurrency = (self.config.selfplay().games_in_flight as usize).max(1);
         let me = LocalPlayer::Mcts { name: "current".into(), config: search.clone() };
         let mut current = NnEvaluator::new(self.trainer.inference_net(&self.device)?);
         let mut previous = self.last_arena_checkpoint.unwrap_or(0);
@@ -46,8 +46,8 @@ impl TrainingRun {
         if previous < self.iteration {
             let dir = checkpoint_path(&self.paths, previous);
             let (net, manifest) =
-                checkpoint::load_net(&dir, Some(&self.config.network), &self.device)?;
-            manifest.expect_game(&dir, self.config.selfplay.game)?;
+                checkpoint::load_net(&dir, Some(self.config.network().get()), &self.device)?;
+            manifest.expect_game(&dir, self.config.selfplay().game)?;
             earlier = Some(NnEvaluator::new(InferenceNet::from_net(&net, &self.device)?));
         }
         let mut opponents = vec![

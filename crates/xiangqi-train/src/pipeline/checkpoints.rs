@@ -168,7 +168,7 @@ impl TrainingRun {
             c.insert(COUNTER_RUN_ID.to_string(), id);
         }
         self.cursor.to_counters(&mut c);
-        if self.config.run.resign_target_false_positive > 0.0 {
+        if self.config.run().resign_target_false_positive > 0.0 {
             let micro = ((f64::from(self.resign_threshold) + 1.0) * 1e6).round() as u64;
             c.insert(COUNTER_RESIGN_THRESHOLD.to_string(), micro);
             for (bin, lost, kept) in self.resign.counts() {
@@ -255,7 +255,7 @@ impl TrainingRun {
         let all = list_checkpoints(&self.paths.checkpoints).map_err(|source| {
             PipelineError::Io { what: "reading", path: self.paths.checkpoints.clone(), source }
         })?;
-        let keep_older = self.config.run.keep_checkpoints.max(1) - 1;
+        let keep_older = self.config.run().keep_checkpoints.max(1) - 1;
         let older: Vec<_> = all
             .iter()
             .filter(|(n, _)| {
@@ -282,7 +282,7 @@ impl TrainingRun {
     }
 
     pub(super) fn prune_shards(&self) -> Result<(), PipelineError> {
-        let cap = self.config.run.max_shards_on_disk;
+        let cap = self.config.run().max_shards_on_disk;
         if cap == 0 {
             return Ok(());
         }

@@ -275,29 +275,166 @@ impl LoopConfig {
     }
 }
 
-/// Everything a training run is configured by (the sections of a config file).
-#[derive(Clone, Debug, PartialEq)]
+impl Validate for LoopConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        LoopConfig::validate(self)
+    }
+}
+
+/// Everything a training run is configured by, as a config file holds it: the game and its rule
+/// set (top-level keys), then one section per concern. Nothing here is checked yet:
+/// [`RunConfig::check`] makes the [`CheckedRunConfig`] that a run takes, once.
+///
+/// Unknown keys are an error ([`serde`]'s `deny_unknown_fields`); absent ones take their
+/// defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunConfig {
+    /// `game`: the game every section is for (xiangqi when absent).
+    #[serde(default)]
+    pub game: GameKind,
+    /// `rules`: the game's rule set by name (`asian`, `simple`; `site`, `traditional`); `None`
+    /// means the game's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
+    /// `[search]`.
+    #[serde(default)]
+    pub search: SearchConfig,
+    /// `[selfplay]`. Its `game` and `rules` are filled in from the top-level keys by
+    /// [`RunConfig::check`].
+    #[serde(default)]
+    pub selfplay: SelfPlayConfig,
     /// `[network]`.
+    #[serde(default)]
     pub network: NetConfig,
     /// `[training]`.
+    #[serde(default)]
     pub training: TrainConfig,
-    /// `[search]`.
-    pub search: SearchConfig,
-    /// `[selfplay]`.
-    pub selfplay: SelfPlayConfig,
     /// `[loop]`.
+    #[serde(default, rename = "loop")]
     pub run: LoopConfig,
 }
 
 impl RunConfig {
-    /// Checks every section and the rules between sections (a fixed resignation threshold
-    /// beside the self-tuning one, say).
+    /// Checks every section and the rules between them (a fixed resignation threshold beside
+    /// the self-tuning one, say), and gives the settings a run takes. `[selfplay]`'s game and
+    /// rule set become the top-level ones (a `[selfplay]` naming another game or rule set is an
+    /// error: its keys are the old place, and a reader of files moves them to the top first).
     ///
     /// # Errors
-    /// [`PipelineError::Config`] naming the first bad key and why.
-    pub fn validate(&self) -> Result<(), PipelineError> {
-        validate(self)
+    /// A [`ConfigError`] naming the first bad key and why.
+    pub fn check(mut self) -> Result<CheckedRunConfig, ConfigError> {
+        if let Some(name) = &self.rules {
+            self.game
+                .check_rule_name(name)
+                .map_err(|reason| ConfigError { key: "rules", reason })?;
+        }
+        let named_apart = [
+            (
+                "selfplay.game",
+                self.selfplay.game != GameKind::default() && self.selfplay.game != self.game,
+            ),
+            ("selfplay.rules", self.selfplay.rules.is_some() && self.selfplay.rules != self.rules),
+        ];
+        for (key, apart) in named_apart {
+            if apart {
+                return Err(ConfigError {
+                    key,
+                    reason: "the game and its rule set are the top-level keys `game` and `rules`; \
+                             [selfplay] names others"
+                        .into(),
+                });
+            }
+        }
+        self.selfplay.game = self.game;
+        self.selfplay.rules = self.rules.clone();
+        // Checkpoint manifests are TOML, whose integers are signed 64-bit.
+        let t = &self.training;
+        for (key, v) in [
+            ("training.warmup_steps", t.warmup_steps),
+            ("training.total_steps", t.total_steps),
+            ("training.decay_every", t.decay_every),
+        ] {
+            if v > i64::MAX as u64 {
+                return Err(ConfigError { key, reason: format!("must be at most {}", i64::MAX) });
+            }
+        }
+        let checked = CheckedRunConfig {
+            search: Checked::new(self.search)?,
+            selfplay: Checked::new(self.selfplay)?,
+            network: Checked::new(self.network)?,
+            training: Checked::new(self.training)?,
+            run: Checked::new(self.run)?,
+        };
+        if checked.run.resign_target_false_positive > 0.0
+            && checked.selfplay.resign_threshold > -1.0
+        {
+            return Err(ConfigError {
+                key: "selfplay.resign_threshold",
+                reason: "must be -1 when loop.resign_target_false_positive chooses the threshold \
+                         (set one or the other)"
+                    .into(),
+            });
+        }
+        Ok(checked)
+    }
+}
+
+/// A [`RunConfig`] that passed [`RunConfig::check`]: what [`TrainingRun`] takes. Read-only:
+/// each section is a [`Checked`] value (which dereferences to the section), and a change goes
+/// through [`CheckedRunConfig::to_unchecked`] and a new check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckedRunConfig {
+    search: Checked<SearchConfig>,
+    selfplay: Checked<SelfPlayConfig>,
+    network: Checked<NetConfig>,
+    training: Checked<TrainConfig>,
+    run: Checked<LoopConfig>,
+}
+
+impl CheckedRunConfig {
+    /// The game every section is for.
+    pub fn game(&self) -> GameKind {
+        self.selfplay.game
+    }
+
+    /// `[search]`.
+    pub fn search(&self) -> &Checked<SearchConfig> {
+        &self.search
+    }
+
+    /// `[selfplay]`, its game and rule set the config's.
+    pub fn selfplay(&self) -> &Checked<SelfPlayConfig> {
+        &self.selfplay
+    }
+
+    /// `[network]`.
+    pub fn network(&self) -> &Checked<NetConfig> {
+        &self.network
+    }
+
+    /// `[training]`.
+    pub fn training(&self) -> &Checked<TrainConfig> {
+        &self.training
+    }
+
+    /// `[loop]`.
+    pub fn run(&self) -> &Checked<LoopConfig> {
+        &self.run
+    }
+
+    /// The settings as a config file holds them (to write it, or to change a value and check
+    /// again).
+    pub fn to_unchecked(&self) -> RunConfig {
+        RunConfig {
+            game: self.selfplay.game,
+            rules: self.selfplay.rules.clone(),
+            search: (*self.search).clone(),
+            selfplay: (*self.selfplay).clone(),
+            network: (*self.network).clone(),
+            training: (*self.training).clone(),
+            run: (*self.run).clone(),
+        }
     }
 
     /// Checks the settings a distributed run (a trainer with a store) does not support: today
@@ -342,35 +479,4 @@ impl RunPaths {
             games_pgn: root.join("games.pgn"),
         }
     }
-}
-
-pub(super) fn validate(config: &RunConfig) -> Result<(), PipelineError> {
-    config.network.validate()?;
-    config.training.validate()?;
-    // Checkpoint manifests are TOML, whose integers are signed 64-bit.
-    let t = &config.training;
-    for (key, v) in [
-        ("training.warmup_steps", t.warmup_steps),
-        ("training.total_steps", t.total_steps),
-        ("training.decay_every", t.decay_every),
-        ("loop.max_steps", config.run.max_steps),
-        ("loop.max_samples", config.run.max_samples),
-    ] {
-        if v > i64::MAX as u64 {
-            return Err(ConfigError { key, reason: format!("must be at most {}", i64::MAX) }.into());
-        }
-    }
-    config.run.validate()?;
-    config.search.validate()?;
-    config.selfplay.validate()?;
-    if config.run.resign_target_false_positive > 0.0 && config.selfplay.resign_threshold > -1.0 {
-        return Err(ConfigError {
-            key: "selfplay.resign_threshold",
-            reason: "must be -1 when loop.resign_target_false_positive chooses the threshold \
-                     (set one or the other)"
-                .into(),
-        }
-        .into());
-    }
-    Ok(())
 }

@@ -80,7 +80,7 @@ impl TrainingRun {
     /// (`store-consumed-N.txt`) are kept.
     pub(super) fn tidy_store(&mut self, _iteration: u64) -> Result<(), PipelineError> {
         if let Some(store) = &self.store
-            && !self.config.run.store_keep_shards
+            && !self.config.run().store_keep_shards
         {
             distributed::delete_consumed(store, &self.cursor).map_err(DistributedError::from)?;
         }
@@ -99,11 +99,11 @@ impl TrainingRun {
                 return;
             }
         };
-        if let Err(e) = distributed::prune_nets(store, latest, self.config.run.store_keep_nets) {
+        if let Err(e) = distributed::prune_nets(store, latest, self.config.run().store_keep_nets) {
             self.pending_warnings.push(format!(
                 "cannot prune the store's nets (loop.store_keep_nets = {}): {e}; tried again \
                  after the next net",
-                self.config.run.store_keep_nets
+                self.config.run().store_keep_nets
             ));
         }
     }
@@ -130,12 +130,12 @@ impl TrainingRun {
         let started = Instant::now();
         let mut cursor = self.cursor.clone();
         self.forget_idle_workers(&mut cursor, iteration, observer)?;
-        if self.config.run.local_selfplay_threads > 0 {
+        if self.config.run().local_selfplay_threads > 0 {
             // The trainer's own shards are numbered by iteration: this one is next.
             cursor.skip_to(LOCAL_SELFPLAY_WORKER, iteration);
         }
         let mut intake = Intake {
-            merged: Shard::empty(self.config.selfplay.game, self.rules_code()?),
+            merged: Shard::empty(self.config.selfplay().game, self.rules_code()?),
             ingest: IngestReport::default(),
             workers: BTreeSet::new(),
             unreadable: BTreeSet::new(),
@@ -148,12 +148,12 @@ impl TrainingRun {
             let store = self.store.as_ref().expect("gather runs with a store");
             let full = intake.read_round(
                 store,
-                &self.config.run,
+                self.config.run(),
                 &mut cursor,
                 &mut self.told_skipped,
                 observer,
             )?;
-            if full || intake.ages.len() as u64 >= self.config.run.games_per_iteration {
+            if full || intake.ages.len() as u64 >= self.config.run().games_per_iteration {
                 break;
             }
             if !self.wait_for_workers(&intake, observer) {
@@ -173,7 +173,7 @@ impl TrainingRun {
         iteration: u64,
         observer: &mut dyn Observer,
     ) -> Result<ControlFlow<(), Option<SelfPlayReport>>, PipelineError> {
-        let threads = self.config.run.local_selfplay_threads;
+        let threads = self.config.run().local_selfplay_threads;
         if threads == 0 {
             return Ok(ControlFlow::Continue(None));
         }
@@ -210,7 +210,7 @@ impl TrainingRun {
         iteration: u64,
         observer: &mut dyn Observer,
     ) -> Result<(), PipelineError> {
-        let r = &self.config.run;
+        let r = self.config.run();
         if r.store_keep_shards {
             return Ok(());
         }
@@ -239,7 +239,7 @@ impl TrainingRun {
     /// Says once a run that the trainer waits for the workers, then waits
     /// `loop.store_poll_seconds`; `false` if the observer asked to stop meanwhile.
     fn wait_for_workers(&mut self, intake: &Intake, observer: &mut dyn Observer) -> bool {
-        let r = &self.config.run;
+        let r = self.config.run();
         if !self.told_waiting {
             self.told_waiting = true;
             let store = self.store.as_ref().expect("gather runs with a store");
@@ -285,7 +285,7 @@ impl TrainingRun {
                  store, to be read in the next iterations, one of each worker in turn (a larger \
                  loop.window_samples or a smaller loop.train_ratio consumes faster; \
                  loop.max_generation_lag drops shards of nets too old)",
-                self.config.run.window_samples,
+                self.config.run().window_samples,
                 plural(n),
                 plural(w)
             ));

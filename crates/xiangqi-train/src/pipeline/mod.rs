@@ -57,9 +57,10 @@ use xiangqi_search::arena::{
     GameSettings, LocalPlayer, MatchConfig, MatchStats, MoveLimit, Opening, run_match_batched,
 };
 use xiangqi_search::{
-    Encoding, GameEnv, GameKind, GameRecord, GameRules, ResignCalibration, SearchConfig,
+    Checked, Encoding, GameEnv, GameKind, GameRecord, GameRules, ResignCalibration, SearchConfig,
     SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, UNKNOWN_MATERIAL, UniformEvaluator,
-    game_rng, list_shards, play_games, read_shard, read_shard_from, write_shard, write_shard_to,
+    Validate, game_rng, list_shards, play_games, read_shard, read_shard_from, write_shard,
+    write_shard_to,
 };
 use xiangqi_store::Store;
 
@@ -81,7 +82,7 @@ mod targets;
 mod window;
 
 pub use checkpoints::{CheckpointScan, list_checkpoints, scan_checkpoints};
-pub use config::{LoopConfig, RunConfig, RunPaths};
+pub use config::{CheckedRunConfig, LoopConfig, RunConfig, RunPaths};
 pub use report::{
     ArenaReport, ConsumedShard, HeldOutLosses, IngestReport, IterationReport, NoObserver, Observer,
     SelfPlayReport, ShardFate, StopReason,
@@ -188,7 +189,7 @@ fn derive_seed(seed: u64, salt: u64, n: u64) -> u64 {
 
 /// A training run: the trainer, the replay window and the loop's counters.
 pub struct TrainingRun {
-    config: RunConfig,
+    config: CheckedRunConfig,
     paths: RunPaths,
     /// Where the network trains and plays (plain, not autodiff).
     device: Device,
@@ -252,7 +253,7 @@ impl TrainingRun {
     /// # Errors
     /// [`PipelineError::RunExists`] if the checkpoint directory already holds checkpoints;
     /// invalid settings; I/O errors.
-    pub fn create(config: RunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
+    pub fn create(config: CheckedRunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
         TrainingRun::create_on(config, paths, cpu_device())
     }
 
@@ -262,13 +263,12 @@ impl TrainingRun {
     /// # Errors
     /// As [`TrainingRun::create`].
     pub fn create_on(
-        config: RunConfig,
+        config: CheckedRunConfig,
         paths: RunPaths,
         device: Device,
     ) -> Result<TrainingRun, PipelineError> {
         // Plain: the trainer makes its own autodiff form.
         let device = device.inner();
-        validate(&config)?;
         // What a start killed before its first checkpoint left behind.
         remove_stale_temporaries(&paths)?;
         let existing = list_checkpoints(&paths.checkpoints).map_err(|source| {
@@ -283,15 +283,15 @@ impl TrainingRun {
         }
         // Unusable pretraining shards stop the run before it writes anything.
         let mut pretrain_warnings = Vec::new();
-        let pretrain_set = if config.run.pretrain_shards.is_empty() {
+        let pretrain_set = if config.run().pretrain_shards.is_empty() {
             None
         } else {
             Some(pretrain::read_pretrain_set(
-                &config.run.pretrain_shards,
-                config.selfplay.game,
-                config.run.train_ratio,
-                config.run.batch_size,
-                config.run.pretrain_steps,
+                &config.run().pretrain_shards,
+                config.selfplay().game,
+                config.run().train_ratio,
+                config.run().batch_size,
+                config.run().pretrain_steps,
                 &mut pretrain_warnings,
             )?)
         };
@@ -302,13 +302,13 @@ impl TrainingRun {
                 source,
             })?;
         }
-        let encoding = Encoding::of_kind(config.selfplay.game);
+        let encoding = Encoding::of_kind(config.selfplay().game);
         let trainer = Trainer::for_encoding(
-            &config.network,
+            config.network(),
             encoding,
-            &config.training,
+            config.training(),
             &device,
-            config.run.seed,
+            config.run().seed,
         )?;
         let mut run = TrainingRun {
             config,
@@ -350,7 +350,7 @@ impl TrainingRun {
     /// # Errors
     /// [`PipelineError::NothingToResume`] without a checkpoint; a refused checkpoint (with the
     /// reason) when the newest cannot be read and no older one can either; unreadable shards.
-    pub fn resume(config: RunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
+    pub fn resume(config: CheckedRunConfig, paths: RunPaths) -> Result<TrainingRun, PipelineError> {
         TrainingRun::resume_on(config, paths, cpu_device())
     }
 
@@ -360,13 +360,12 @@ impl TrainingRun {
     /// # Errors
     /// As [`TrainingRun::resume`].
     pub fn resume_on(
-        config: RunConfig,
+        config: CheckedRunConfig,
         paths: RunPaths,
         device: Device,
     ) -> Result<TrainingRun, PipelineError> {
         // Plain: the trainer makes its own autodiff form.
         let device = device.inner();
-        validate(&config)?;
         remove_stale_temporaries(&paths)?;
         let scan = scan_checkpoints(&paths.checkpoints).map_err(|source| PipelineError::Io {
             what: "reading",
@@ -378,13 +377,13 @@ impl TrainingRun {
         for (_, dir) in scan.checkpoints.iter().rev() {
             match checkpoint::load_trainer(
                 dir,
-                Some(&config.network),
-                Some(&config.training),
+                Some(config.network().get()),
+                Some(config.training().get()),
                 &device,
             ) {
                 Ok((trainer, manifest)) => {
                     // A run of another game: the config is wrong, not the checkpoint.
-                    manifest.expect_game(dir, config.selfplay.game)?;
+                    manifest.expect_game(dir, config.selfplay().game)?;
                     let c = |k: &str| manifest.counters.get(k).copied().unwrap_or(0);
                     let mut run = TrainingRun {
                         paths,
@@ -459,7 +458,7 @@ impl TrainingRun {
     }
 
     /// The settings.
-    pub fn config(&self) -> &RunConfig {
+    pub fn config(&self) -> &CheckedRunConfig {
         &self.config
     }
 
@@ -484,7 +483,7 @@ impl TrainingRun {
     }
 
     fn budget_spent(&self) -> bool {
-        let r = &self.config.run;
+        let r = self.config.run();
         (r.max_steps > 0 && self.trainer.step_count() >= r.max_steps)
             || (r.max_samples > 0 && self.total_samples >= r.max_samples)
             || (r.max_hours > 0.0 && self.elapsed().as_secs_f64() >= r.max_hours * 3600.0)
@@ -507,7 +506,7 @@ impl TrainingRun {
             observer.warning(&w);
         }
         // An arena cut short by a stop or a kill after its iteration's checkpoint: play it now.
-        let every = self.config.run.arena_every;
+        let every = self.config.run().arena_every;
         if every > 0
             && self.iteration > 0
             && self.steps_in_iteration == 0
@@ -546,8 +545,8 @@ impl TrainingRun {
             match iterated? {
                 Some(_) => {
                     done += 1;
-                    if self.config.run.arena_every > 0
-                        && self.iteration.is_multiple_of(self.config.run.arena_every)
+                    if self.config.run().arena_every > 0
+                        && self.iteration.is_multiple_of(self.config.run().arena_every)
                     {
                         self.arena(observer)?;
                     }
@@ -566,7 +565,7 @@ impl TrainingRun {
         let iteration = self.iteration + 1;
         observer.iteration_started(iteration);
         let Some(games) = self.iteration_games(iteration, observer)? else { return Ok(None) };
-        if self.config.run.resign_target_false_positive > 0.0
+        if self.config.run().resign_target_false_positive > 0.0
             && let Some(counts) = &games.resign_counts
         {
             self.tune_resignation(counts);
@@ -576,7 +575,7 @@ impl TrainingRun {
             self.total_samples += games.shard.len() as u64;
         }
         let new_samples = games.shard.len();
-        self.window.push(iteration, games.shard, self.config.run.window_samples);
+        self.window.push(iteration, games.shard, self.config.run().window_samples);
         self.prune_shards()?;
         let Some(training) = self.train_on_window(new_samples, observer)? else {
             return Ok(None);
@@ -630,7 +629,7 @@ impl TrainingRun {
                 };
                 // The games' resignation counts, saved beside the shard; already in the
                 // checkpoint when it was written during this iteration's training.
-                let tuning = self.config.run.resign_target_false_positive > 0.0;
+                let tuning = self.config.run().resign_target_false_positive > 0.0;
                 let resign_counts = (tuning && self.steps_in_iteration == 0)
                     .then(|| read_resign_pending(&self.paths, iteration))
                     .flatten();
@@ -664,7 +663,7 @@ impl TrainingRun {
     /// Self-tuning resignation: the new games' counts merged, old ones decayed, and the next
     /// threshold chosen.
     fn tune_resignation(&mut self, counts: &ResignCalibration) {
-        let r = &self.config.run;
+        let r = self.config.run();
         self.resign.merge(counts);
         self.resign.decay();
         self.resign_threshold =
@@ -678,15 +677,15 @@ impl TrainingRun {
         iteration: u64,
         shard: &Shard,
     ) -> Result<Option<HeldOutLosses>, PipelineError> {
-        if self.steps_in_iteration > 0 || self.config.run.heldout_samples == 0 {
+        if self.steps_in_iteration > 0 || self.config.run().heldout_samples == 0 {
             return Ok(None);
         }
         let net = self.trainer.inference_net(&self.device)?;
         heldout_losses(
             &net,
             shard,
-            self.config.run.heldout_samples,
-            &ValueTargets::of(&self.config.run),
+            self.config.run().heldout_samples,
+            &ValueTargets::of(self.config.run()),
         )
         .map_err(|reason| PipelineError::Shard { path: shard_path(&self.paths, iteration), reason })
     }
@@ -700,7 +699,7 @@ impl TrainingRun {
         new_samples: usize,
         observer: &mut dyn Observer,
     ) -> Result<Option<TrainingPhase>, PipelineError> {
-        let r = &self.config.run;
+        let r = self.config.run();
         let planned = if self.window.samples < r.min_window_samples {
             0
         } else {

@@ -53,7 +53,7 @@ impl TrainingRun {
             return Ok(None);
         };
         let path = shard_path(&self.paths, iteration);
-        if self.config.run.resign_target_false_positive > 0.0 {
+        if self.config.run().resign_target_false_positive > 0.0 {
             // Before the shard: a resume that finds the shard finds its counts too.
             write_resign_pending(&self.paths, iteration, &played.resign_counts)?;
         }
@@ -72,7 +72,7 @@ impl TrainingRun {
         observer: &mut dyn Observer,
         threads: Option<u32>,
     ) -> Result<Option<PlayedGames>, PipelineError> {
-        match self.config.selfplay.game {
+        match self.config.selfplay().game {
             GameKind::Xiangqi => self.play_iteration_games_of::<Game>(iteration, observer, threads),
             GameKind::Janggi => {
                 self.play_iteration_games_of::<janggi::Game>(iteration, observer, threads)
@@ -84,7 +84,7 @@ impl TrainingRun {
     /// trained on as this game's. (A shard of the same game under another rule set is the
     /// run's own history after a `--resume` that changed `selfplay.rules`: kept.)
     pub(super) fn check_shard_game(&self, path: &Path, shard: &Shard) -> Result<(), PipelineError> {
-        let game = self.config.selfplay.game;
+        let game = self.config.selfplay().game;
         if shard.game == game {
             return Ok(());
         }
@@ -96,12 +96,12 @@ impl TrainingRun {
 
     /// The game's encoding.
     pub(super) fn encoding(&self) -> Encoding {
-        Encoding::of_kind(self.config.selfplay.game)
+        Encoding::of_kind(self.config.selfplay().game)
     }
 
     /// The shard code of the run's rule set.
     pub(super) fn rules_code(&self) -> Result<u8, PipelineError> {
-        let sp = &self.config.selfplay;
+        let sp = self.config.selfplay();
         Ok(match sp.game {
             GameKind::Xiangqi => Game::rules_code(sp.rules_for::<Game>()?),
             GameKind::Janggi => janggi::Game::rules_code(sp.rules_for::<janggi::Game>()?),
@@ -117,13 +117,13 @@ impl TrainingRun {
     ) -> Result<Option<PlayedGames>, PipelineError> {
         let net = self.trainer.inference_net(&self.device)?;
         let mut evaluator = NnEvaluator::new(net);
-        let mut selfplay = self.config.selfplay.clone();
-        selfplay.seed = derive_seed(self.config.run.seed, 1, iteration);
+        let mut selfplay = self.config.selfplay().clone().into_inner();
+        selfplay.seed = derive_seed(self.config.run().seed, 1, iteration);
         if let Some(t) = threads {
             selfplay.threads = t;
         }
         let generation = u32::try_from(self.iteration).unwrap_or(u32::MAX - 1);
-        let tuning = self.config.run.resign_target_false_positive > 0.0;
+        let tuning = self.config.run().resign_target_false_positive > 0.0;
         selfplay.resign_threshold = self.resign_threshold();
         let threshold = selfplay.resign_threshold;
         // This iteration's games alone; merged into the run's counts by the caller.
@@ -131,13 +131,15 @@ impl TrainingRun {
         let mut shard = Shard::new::<G>(selfplay.rules_for::<G>()?);
         let mut pgn = Vec::new();
         let mut plies = 0u64;
-        let keep_pgn = self.config.run.pgn_games_per_iteration;
+        let keep_pgn = self.config.run().pgn_games_per_iteration;
         let started = Instant::now();
         let mut games = 0u64;
+        // The iteration's seed, threads and threshold are new values: checked as such.
+        let selfplay = Checked::new(selfplay)?;
         let result = play_games::<G, _, _>(
-            &self.config.search,
+            self.config.search(),
             &selfplay,
-            self.config.run.games_per_iteration,
+            self.config.run().games_per_iteration,
             &mut evaluator,
             |event| {
                 match event {

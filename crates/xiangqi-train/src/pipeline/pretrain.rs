@@ -174,7 +174,7 @@ impl TrainingRun {
         &mut self,
         observer: &mut dyn Observer,
     ) -> Result<Option<StopReason>, PipelineError> {
-        let r = self.config.run.clone();
+        let r = self.config.run().clone();
         let unfinished = self.pretrained.as_ref().filter(|p| p.steps < p.planned_steps);
         // A stopped pretraining goes on from its record when the config names no shards (a
         // resume with another config file).
@@ -207,7 +207,7 @@ impl TrainingRun {
                 let mut warnings = Vec::new();
                 let set = read_pretrain_set(
                     &source,
-                    self.config.selfplay.game,
+                    self.config.selfplay().game,
                     r.train_ratio,
                     r.batch_size,
                     r.pretrain_steps,

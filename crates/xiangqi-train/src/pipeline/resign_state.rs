@@ -71,10 +71,10 @@ impl TrainingRun {
 
     /// The resignation threshold the next self-play will use.
     pub fn resign_threshold(&self) -> f32 {
-        if self.config.run.resign_target_false_positive > 0.0 {
+        if self.config.run().resign_target_false_positive > 0.0 {
             self.resign_threshold
         } else {
-            self.config.selfplay.resign_threshold
+            self.config.selfplay().resign_threshold
         }
     }
 

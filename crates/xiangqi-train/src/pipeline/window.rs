@@ -88,7 +88,7 @@ impl TrainingRun {
         let mut picked = Vec::new();
         let mut total = 0usize;
         for (n, path) in numbered_shards.iter().rev() {
-            if total >= self.config.run.window_samples {
+            if total >= self.config.run().window_samples {
                 break;
             }
             match read_shard(path) {
@@ -108,7 +108,7 @@ impl TrainingRun {
             }
         }
         for (n, shard) in picked.into_iter().rev() {
-            self.window.push(n, shard, self.config.run.window_samples);
+            self.window.push(n, shard, self.config.run().window_samples);
         }
         Ok(())
     }
