@@ -666,11 +666,12 @@ impl<G: GameEnv> Evaluator<G> for NnEvaluator {
         Self::encode(batch, &mut self.planes);
         self.net.predict_into(&self.planes, &mut self.logits)?;
         let logits = &self.logits;
-        for (i, (r, (priors, value))) in batch.iter().zip(out.entries_mut()).enumerate() {
+        for (i, (r, (priors, value, draw))) in batch.iter().zip(out.entries_mut()).enumerate() {
             legal_softmax::<G>(logits.policy(i), r.moves, r.game.turn(), priors)?;
-            let [w, _d, l] = logits.wdl_probabilities(i);
+            let [w, d, l] = logits.wdl_probabilities(i);
             let v = w - l;
             *value = if v.is_nan() { 0.0 } else { v.clamp(-1.0, 1.0) };
+            *draw = if d.is_nan() { 0.0 } else { d.clamp(0.0, 1.0) };
         }
         Ok(())
     }

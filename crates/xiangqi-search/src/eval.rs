@@ -53,6 +53,8 @@ pub struct EvalBuffer {
     /// `offsets[i]..offsets[i + 1]` is request `i`'s range in `priors`.
     offsets: Vec<usize>,
     values: Vec<f32>,
+    /// Draw probabilities, one per request (0 unless the evaluator gives them).
+    draws: Vec<f32>,
 }
 
 impl EvalBuffer {
@@ -75,6 +77,8 @@ impl EvalBuffer {
         self.priors.resize(total, 0.0);
         self.values.clear();
         self.values.resize(batch.len(), 0.0);
+        self.draws.clear();
+        self.draws.resize(batch.len(), 0.0);
     }
 
     /// Number of requests the buffer is sized for.
@@ -124,21 +128,43 @@ impl EvalBuffer {
     ///
     /// # Panics
     /// If `i >= self.len()`.
-    pub fn set_wdl(&mut self, i: usize, win: f32, _draw: f32, loss: f32) {
+    pub fn set_wdl(&mut self, i: usize, win: f32, draw: f32, loss: f32) {
         self.set_value(i, win - loss);
+        self.set_draw(i, draw);
     }
 
-    /// Every request's prior slice and value at once, to fill in parallel or in one pass.
-    pub fn entries_mut(&mut self) -> impl Iterator<Item = (&mut [f32], &mut f32)> + '_ {
+    /// The draw probability of request `i`, in `[0, 1]` (0 from an evaluator that gives none).
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn draw(&self, i: usize) -> f32 {
+        self.draws[i]
+    }
+
+    /// Sets the draw probability of request `i` (clamped to `[0, 1]`; NaN becomes 0). The search
+    /// backs it up beside the value, for the engine's win/draw/loss report.
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn set_draw(&mut self, i: usize, draw: f32) {
+        self.draws[i] = if draw.is_nan() { 0.0 } else { draw.clamp(0.0, 1.0) };
+    }
+
+    /// Every request's prior slice, value and draw probability at once, to fill in parallel or
+    /// in one pass (written as they are: the caller keeps the value in `[-1, 1]` and the draw
+    /// probability in `[0, 1]`).
+    pub fn entries_mut(&mut self) -> impl Iterator<Item = (&mut [f32], &mut f32, &mut f32)> + '_ {
         let mut rest: &mut [f32] = &mut self.priors;
         let mut consumed = 0;
-        self.offsets.windows(2).zip(self.values.iter_mut()).map(move |(w, v)| {
-            let (head, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - consumed);
-            consumed = w[1];
-            rest = tail;
-            debug_assert_eq!(head.len(), w[1] - w[0]);
-            (head, v)
-        })
+        self.offsets.windows(2).zip(self.values.iter_mut().zip(self.draws.iter_mut())).map(
+            move |(w, (v, d))| {
+                let (head, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - consumed);
+                consumed = w[1];
+                rest = tail;
+                debug_assert_eq!(head.len(), w[1] - w[0]);
+                (head, v, d)
+            },
+        )
     }
 }
 
@@ -187,7 +213,7 @@ impl<G: SearchGame> Evaluator<G> for UniformEvaluator {
         _batch: &[EvalRequest<'_, G>],
         out: &mut EvalBuffer,
     ) -> Result<(), Infallible> {
-        for (priors, value) in out.entries_mut() {
+        for (priors, value, _) in out.entries_mut() {
             let p = 1.0 / priors.len() as f32;
             priors.fill(p);
             *value = 0.0;

@@ -303,6 +303,7 @@ impl<G: SearchGame> Search<G> {
         for (i, leaf) in pending.iter().enumerate() {
             let priors = evals.priors(first + i);
             let value = evals.value(first + i);
+            let draw = evals.draw(first + i);
             let node = self.tree.nodes[leaf.node.index()];
             let range = node.edges();
             assert_eq!(priors.len(), range.len(), "prior length differs from the move count");
@@ -312,9 +313,10 @@ impl<G: SearchGame> Search<G> {
             let n = &mut self.tree.nodes[leaf.node.index()];
             n.status = NodeStatus::Expanded;
             n.value = value;
+            n.draw = draw;
             let path = &self.pending_paths
                 [leaf.path_start as usize..(leaf.path_start + leaf.path_len) as usize];
-            backup(&mut self.tree.nodes, path, value, true);
+            backup(&mut self.tree.nodes, path, value, draw, true);
             if leaf.node != NodeId::ROOT {
                 self.completed += 1;
                 self.in_flight_sims -= 1;
@@ -591,7 +593,7 @@ impl<G: SearchGame> Search<G> {
             let n = self.tree.nodes[node.index()];
             match n.status {
                 NodeStatus::Terminal | NodeStatus::ProvenWin => {
-                    backup(&mut self.tree.nodes, &self.path, n.value, false);
+                    backup(&mut self.tree.nodes, &self.path, n.value, n.draw, false);
                     return Descent::Terminal;
                 }
                 NodeStatus::Pending => return Descent::Collision,
@@ -614,7 +616,7 @@ impl<G: SearchGame> Search<G> {
             }
             let c = self.tree.nodes[child.index()];
             if matches!(c.status, NodeStatus::Terminal | NodeStatus::ProvenWin) {
-                backup(&mut self.tree.nodes, &self.path, c.value, false);
+                backup(&mut self.tree.nodes, &self.path, c.value, c.draw, false);
                 return Descent::Terminal;
             }
             self.push_pending(child);
@@ -840,14 +842,16 @@ fn sigma_completed_q<G: SearchGame>(
 }
 
 /// Backs `value` (for the side to move at the last node of `path`) up the path: each node's
-/// `value_sum` gets it from the view of the player who moved into that node. With
-/// `release_virtual_loss`, each node's in-flight count drops by one.
-fn backup(nodes: &mut [Node], path: &[NodeId], value: f32, release_virtual_loss: bool) {
+/// `value_sum` gets it from the view of the player who moved into that node, and its
+/// `draw_sum` gets `draw` (a draw is one for both sides). With `release_virtual_loss`, each
+/// node's in-flight count drops by one.
+fn backup(nodes: &mut [Node], path: &[NodeId], value: f32, draw: f32, release_virtual_loss: bool) {
     let mut v = -value;
     for id in path.iter().rev() {
         let n = &mut nodes[id.index()];
         n.visits += 1;
         n.value_sum += v;
+        n.draw_sum += draw;
         if release_virtual_loss {
             n.in_flight -= 1;
         }

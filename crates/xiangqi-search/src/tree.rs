@@ -78,6 +78,10 @@ pub(crate) struct Node {
     pub(crate) value_sum: f32,
     /// Evaluator or terminal value, for the side to move at this node.
     pub(crate) value: f32,
+    /// Sum of backed-up draw probabilities (the same for both sides).
+    pub(crate) draw_sum: f32,
+    /// The evaluator's draw probability, or the rules' (1 for a drawn terminal, else 0).
+    pub(crate) draw: f32,
     pub(crate) status: NodeStatus,
 }
 
@@ -172,6 +176,10 @@ impl<G: SearchGame> Tree<G> {
             in_flight: 0,
             value_sum: 0.0,
             value,
+            draw_sum: 0.0,
+            // A terminal of value 0 is a draw by the rules: every rule verdict is a win, a loss
+            // or a draw.
+            draw: if status == NodeStatus::Terminal && value == 0.0 { 1.0 } else { 0.0 },
             status,
         });
         self.games.push(state);
@@ -202,6 +210,7 @@ impl<G: SearchGame> Tree<G> {
         let n = &mut self.nodes[id.index()];
         n.status = NodeStatus::ProvenWin;
         n.value = 1.0;
+        n.draw = 0.0;
         true
     }
 
@@ -221,9 +230,11 @@ impl<G: SearchGame> Tree<G> {
         if root.status == NodeStatus::Expanded {
             root.visits = 1;
             root.value_sum = -root.value;
+            root.draw_sum = root.draw;
         } else {
             root.visits = 0;
             root.value_sum = 0.0;
+            root.draw_sum = 0.0;
         }
         self.nodes[0] = root;
     }
@@ -269,6 +280,18 @@ impl<G: SearchGame> Tree<G> {
     pub fn q(&self, id: NodeId) -> Option<f32> {
         let n = &self.nodes[id.index()];
         (n.visits > 0).then(|| n.value_sum / n.visits as f32)
+    }
+
+    /// Mean backed-up draw probability of a node (`None` before any visit): with
+    /// [`Tree::q`] it gives the node's win/draw/loss, `W = (1 + Q − D) / 2`, `L = (1 − Q − D) / 2`
+    /// for the player who moved into it (as Leela Chess Zero reports them). 0 everywhere with an
+    /// evaluator that gives no draw probability.
+    ///
+    /// # Panics
+    /// If `id` is not a node of this tree.
+    pub fn draw_rate(&self, id: NodeId) -> Option<f32> {
+        let n = &self.nodes[id.index()];
+        (n.visits > 0).then(|| n.draw_sum / n.visits as f32)
     }
 
     /// The moves of a node (its edges), in evaluator order.

@@ -289,3 +289,59 @@ fn noise_does_not_accumulate_over_searches_from_one_root() {
     s.run(32, false, &mut rng, &mut UniformEvaluator, &mut buf).unwrap();
     assert!(s.root_priors().iter().all(|p| (p - 1.0 / 44.0).abs() < 1e-6));
 }
+
+/// Uniform priors and the same win/draw/loss, `(0.35, 0.3, 0.35)`, for every state.
+struct DrawishEvaluator;
+
+impl xiangqi_search::Evaluator<Game> for DrawishEvaluator {
+    type Error = std::convert::Infallible;
+
+    fn evaluate(
+        &mut self,
+        batch: &[xiangqi_search::EvalRequest<'_, Game>],
+        out: &mut EvalBuffer,
+    ) -> Result<(), Self::Error> {
+        for (i, r) in batch.iter().enumerate() {
+            out.priors_mut(i).fill(1.0 / r.moves.len() as f32);
+            out.set_wdl(i, 0.35, 0.3, 0.35);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn draw_probabilities_are_backed_up_beside_the_values() {
+    // From the start no game ends within a few plies: every visit carries the evaluator's 0.3.
+    let start = game(xiangqi::START_FEN);
+    let mut s = Search::new(start.clone(), Checked::default());
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    s.run(300, false, &mut rng, &mut DrawishEvaluator, &mut EvalBuffer::new()).unwrap();
+    let tree = s.tree();
+    let d = tree.draw_rate(NodeId::ROOT).unwrap();
+    assert!((d - 0.3).abs() < 1e-5, "root {d}");
+    let mut visited = 0;
+    for &child in tree.children(NodeId::ROOT) {
+        if !child.is_none() && tree.visits(child) > 0 {
+            visited += 1;
+            let d = tree.draw_rate(child).unwrap();
+            assert!((d - 0.3).abs() < 1e-5, "child {d}");
+        }
+    }
+    assert!(visited > 1);
+    // A mate is a win by the rules, not a draw: its visits carry no draw probability, and they
+    // pull the root's mean below the evaluator's.
+    let g = game(MATE_IN_ONE);
+    let mut s = Search::new(g.clone(), Checked::default());
+    s.run(200, false, &mut rng, &mut DrawishEvaluator, &mut EvalBuffer::new()).unwrap();
+    let tree = s.tree();
+    let moves = tree.moves(NodeId::ROOT);
+    let mut mates_seen = 0;
+    for (k, &child) in tree.children(NodeId::ROOT).iter().enumerate() {
+        if !child.is_none() && tree.visits(child) > 0 && mates(&g, moves[k]) {
+            mates_seen += 1;
+            assert_eq!(tree.draw_rate(child), Some(0.0));
+        }
+    }
+    assert!(mates_seen >= 1);
+    assert!(tree.draw_rate(NodeId::ROOT).unwrap() < 0.29);
+}
