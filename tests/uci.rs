@@ -27,8 +27,14 @@ struct Engine {
 
 impl Engine {
     fn start() -> Engine {
+        Engine::start_with(&[])
+    }
+
+    /// `xqz uci` with these arguments.
+    fn start_with(args: &[&str]) -> Engine {
         let mut child = Command::new(env!("CARGO_BIN_EXE_xqz"))
             .arg("uci")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -816,4 +822,86 @@ fn a_search_piped_in_runs_to_its_limit_before_the_end_of_input_ends_the_engine()
 
     let out = run("uci\ngo infinite\n");
     assert!(out.lines().any(|l| l.starts_with("bestmove ")), "no bestmove: {out}");
+}
+
+#[test]
+fn the_engine_starts_from_its_networks_search_settings_and_options_override_them() {
+    let dir = std::env::temp_dir().join(format!("xqz-uci-settings-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // configs/tiny.toml with a PUCT constant no default has, so that the engine's default can
+    // only have come from the network's record.
+    let tiny = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
+    let text = std::fs::read_to_string(&tiny).unwrap().replace("c_puct = 1.5", "c_puct = 2.75");
+    assert!(text.contains("c_puct = 2.75"));
+    let config = dir.join("settings.toml");
+    std::fs::write(&config, text).unwrap();
+    let run = dir.join("run");
+    let o = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["train", "--iterations", "1", "--quiet", "--config"])
+        .arg(&config)
+        .arg("--run-dir")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifest =
+        std::fs::read_to_string(run.join("checkpoints/ckpt-000001/manifest.toml")).unwrap();
+    let manifest: toml::Table = toml::from_str(&manifest).unwrap();
+    let search = manifest["search"].as_table().expect("the checkpoint records [search]");
+    assert_eq!(search["c_puct"].as_float(), Some(2.75));
+    assert_eq!(search["algorithm"].as_str(), Some("puct"));
+
+    let mut e = Engine::start_with(&["--net", run.to_str().unwrap()]);
+    e.send("uci");
+    let hello = e.until(Duration::from_secs(10), |l| l == "uciok");
+    for option in [
+        "option name CPuct type string default 2.75",
+        "option name UCI_ShowWDL type check default true",
+        "option name Algorithm type combo default auto var auto var puct var gumbel",
+        "option name WinCheck type combo default tree var off var root var tree",
+    ] {
+        assert!(hello.iter().any(|l| l == option), "{option}: {hello:?}");
+    }
+    // The network's WDL head: a draw probability beside the value, per mille summing to 1000.
+    e.send("position startpos");
+    e.send("go nodes 64");
+    let (lines, best) = e.bestmove(Duration::from_secs(20));
+    assert_legal(&Game::new(Position::start(), RuleSet::Asian), &best);
+    let info = lines.iter().rev().find(|l| l.contains(" wdl ")).expect("an info line with wdl");
+    let wdl: Vec<i32> = info
+        .split_whitespace()
+        .skip_while(|w| *w != "wdl")
+        .skip(1)
+        .take(3)
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert_eq!(wdl.iter().sum::<i32>(), 1000, "{info}");
+    assert!(wdl.iter().all(|&x| x >= 0) && wdl[1] > 0, "the head's draw share: {info}");
+    // Options override the record; bad values are refused, naming the setting.
+    e.send("setoption name CPuct value -1");
+    e.send("setoption name Algorithm value fast");
+    e.send("setoption name GumbelConsideredMoves value many");
+    let got = e.ready();
+    let said = info_strings(&got);
+    assert!(said.iter().any(|l| l.contains("CPuct") && l.contains("search.c_puct")), "{got:?}");
+    assert!(said.iter().any(|l| l.contains("Algorithm") && l.contains("fast")), "{got:?}");
+    assert!(said.iter().any(|l| l.contains("GumbelConsideredMoves")), "{got:?}");
+    e.send("setoption name UCI_ShowWDL value false");
+    e.send("setoption name Algorithm value gumbel");
+    e.send("setoption name CPuct value 1.25");
+    let got = e.ready();
+    assert!(info_strings(&got).is_empty(), "accepted: {got:?}");
+    e.send("go nodes 48");
+    let (lines, best) = e.bestmove(Duration::from_secs(20));
+    assert_legal(&Game::new(Position::start(), RuleSet::Asian), &best);
+    assert!(lines.iter().any(|l| l.starts_with("info depth")), "{lines:?}");
+    assert!(!lines.iter().any(|l| l.contains(" wdl ")), "UCI_ShowWDL false: {lines:?}");
+    // The last info line's principal variation starts with the move played (for Gumbel, the
+    // sequential-halving winner, which need not be the most visited move).
+    let last = lines.iter().rev().find(|l| l.starts_with("info depth")).unwrap();
+    assert_eq!(word_after(last, "pv"), word_after(&best, "bestmove"), "{lines:?}");
+    e.send("quit");
+    assert!(e.finish().success());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use xiangqi_nn::device::DeviceSpec;
 use xiangqi_nn::{Device, InferenceNet, NnError, NnEvaluator, checkpoint};
-use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator, GameEnv, GameKind, UniformEvaluator};
+use xiangqi_search::{
+    EvalBuffer, EvalRequest, Evaluator, GameEnv, GameKind, SearchConfig, UniformEvaluator,
+};
 
 /// The checkpoint a path names: the directory itself if it holds a manifest (a checkpoint or an
 /// export), else the newest checkpoint of the run directory it is.
@@ -70,13 +72,22 @@ pub fn game_of(path: &Path) -> anyhow::Result<GameKind> {
 /// Loads the network of a checkpoint, export or run directory ([`resolve`]) as an evaluator on
 /// `device`.
 pub fn load(path: &Path, device: &Device) -> anyhow::Result<NnEvaluator> {
+    Ok(load_with_search(path, device)?.0)
+}
+
+/// [`load`], with the `[search]` settings the network was trained with, if its manifest records
+/// them ([`checkpoint::Manifest::search`]).
+pub fn load_with_search(
+    path: &Path,
+    device: &Device,
+) -> anyhow::Result<(NnEvaluator, Option<SearchConfig>)> {
     let device = device.clone();
     let path = &resolve(path)?;
-    let (net, _) = checkpoint::load_net(path, None, &device)
+    let (net, manifest) = checkpoint::load_net(path, None, &device)
         .with_context(|| format!("cannot load the network '{}'", path.display()))?;
     let net = InferenceNet::from_net(&net, &device)
         .with_context(|| format!("cannot prepare the network '{}'", path.display()))?;
-    Ok(NnEvaluator::new(net))
+    Ok((NnEvaluator::new(net), manifest.search))
 }
 
 /// Either evaluator, so that players and the engine have one type whether or not a network is
@@ -84,15 +95,18 @@ pub fn load(path: &Path, device: &Device) -> anyhow::Result<NnEvaluator> {
 pub enum AnyEvaluator {
     /// Uniform priors, value 0.
     Uniform(UniformEvaluator),
-    /// A network.
-    Net(Box<NnEvaluator>),
+    /// A network, with the search settings it was trained with (if recorded).
+    Net(Box<NnEvaluator>, Option<SearchConfig>),
 }
 
 impl AnyEvaluator {
     /// The network at `path` on `device`, or the uniform evaluator if there is none.
     pub fn load_optional(path: Option<&Path>, device: &Device) -> anyhow::Result<AnyEvaluator> {
         Ok(match path {
-            Some(p) => AnyEvaluator::Net(Box::new(load(p, device)?)),
+            Some(p) => {
+                let (net, search) = load_with_search(p, device)?;
+                AnyEvaluator::Net(Box::new(net), search)
+            }
             None => AnyEvaluator::Uniform(UniformEvaluator),
         })
     }
@@ -103,7 +117,15 @@ impl AnyEvaluator {
     pub fn game(&self) -> Option<GameKind> {
         match self {
             AnyEvaluator::Uniform(_) => None,
-            AnyEvaluator::Net(e) => Some(e.net().encoding().game),
+            AnyEvaluator::Net(e, _) => Some(e.net().encoding().game),
+        }
+    }
+
+    /// The search settings the network was trained with, if its manifest records them.
+    pub fn search(&self) -> Option<&SearchConfig> {
+        match self {
+            AnyEvaluator::Uniform(_) => None,
+            AnyEvaluator::Net(_, search) => search.as_ref(),
         }
     }
 
@@ -129,7 +151,7 @@ impl<G: GameEnv> Evaluator<G> for AnyEvaluator {
     ) -> Result<(), Self::Error> {
         match self {
             AnyEvaluator::Uniform(e) => e.evaluate(batch, out).map_err(|e| match e {}),
-            AnyEvaluator::Net(e) => e.evaluate(batch, out),
+            AnyEvaluator::Net(e, _) => e.evaluate(batch, out),
         }
     }
 }

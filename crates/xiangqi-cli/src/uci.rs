@@ -54,9 +54,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use xiangqi::{Game, Move, Outcome, janggi};
-use xiangqi_search::{Evaluator, GameEnv, GameKind, SearchGame};
+use xiangqi_search::{Algorithm, Evaluator, GameEnv, GameKind, SearchConfig, SearchGame, WinCheck};
 
-use crate::uci_search::{self, Controls, Dialect, Job, Output};
+use crate::uci_search::{self, Controls, Dialect, Job, Output, SearchOptions};
 
 /// The message for `NetPath` when the engine has no way to load a network.
 pub const NET_UNAVAILABLE: &str =
@@ -68,6 +68,10 @@ pub type NetLoader<E> = Box<dyn Fn(&str) -> Result<E, String> + Send>;
 /// Says what is worth knowing about an evaluator before it plays (`None`: nothing), e.g. that
 /// there is no network.
 pub type EvaluatorNote<E> = Box<dyn Fn(&E) -> Option<String> + Send>;
+
+/// The `[search]` settings an evaluator's network was trained with (`None`: none recorded, or
+/// no network).
+pub type NetSearch<E> = Box<dyn Fn(&E) -> Option<SearchConfig> + Send>;
 
 /// What `xqz uci` says at `uciok` and at every `go` while it has no network.
 pub const NO_NETWORK: &str = "no network loaded: searching with uniform priors and the rules' \
@@ -100,6 +104,11 @@ struct Options<G: GameEnv> {
     net_path: String,
     rules: G::Rules,
     usemillisec: bool,
+    /// `UCI_ShowWDL`.
+    show_wdl: bool,
+    /// `Algorithm`, `CPuct`, `FpuReduction`, `GumbelConsideredMoves`, `GumbelCVisit`,
+    /// `GumbelCScale`, `WinCheck`.
+    search: SearchOptions,
 }
 
 impl<G: GameEnv> Default for Options<G> {
@@ -112,6 +121,8 @@ impl<G: GameEnv> Default for Options<G> {
             net_path: String::new(),
             rules: G::default_rules(),
             usemillisec: false,
+            show_wdl: true,
+            search: SearchOptions::default(),
         }
     }
 }
@@ -141,6 +152,8 @@ pub struct Engine<E: Evaluator<G> + Send + 'static, G: GameEnv> {
     net_loader: Option<NetLoader<E>>,
     /// What to say of the evaluator at `uciok` and at each `go`.
     evaluator_note: Option<EvaluatorNote<E>>,
+    /// The network's recorded search settings.
+    net_search: Option<NetSearch<E>>,
     /// The real clocks (halfmove clock, fullmove number) of the GUI's position where [`play_on`]
     /// last dropped the history, if it did: `game`'s clocks count from there.
     clock_base: Option<(u32, u32)>,
@@ -219,6 +232,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             evaluator: Arc::new(Mutex::new(evaluator)),
             net_loader: None,
             evaluator_note: None,
+            net_search: None,
             clock_base: None,
             running: None,
             fixed_game: false,
@@ -252,6 +266,21 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
     pub fn with_evaluator_note(mut self, note: EvaluatorNote<E>) -> Engine<E, G> {
         self.evaluator_note = Some(note);
         self
+    }
+
+    /// Starts each search from `settings(evaluator)`, the search settings its network was
+    /// trained with, where it records them (the engine's options override them).
+    pub fn with_net_search(mut self, settings: NetSearch<E>) -> Engine<E, G> {
+        self.net_search = Some(settings);
+        self
+    }
+
+    /// The network's recorded search settings, if any (between searches).
+    fn net_search(&mut self) -> Option<SearchConfig> {
+        let settings = self.net_search.take()?;
+        let config = self.with_evaluator(|e| settings(e));
+        self.net_search = Some(settings);
+        config
     }
 
     /// The evaluator note, if there is one now (between searches).
@@ -329,11 +358,48 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
     fn hello(&mut self, dialect: Dialect) {
         self.dialect = dialect;
         let version = env!("CARGO_PKG_VERSION");
+        // The search options' defaults: the network's recorded settings, else the built-in ones.
+        let base = self.net_search().unwrap_or_default();
         let o = &self.options;
         let defaults = Options::<G>::default();
         let rules_vars: String = G::KIND.rule_names().iter().map(|r| format!(" var {r}")).collect();
         let offered: &[GameKind] = if self.fixed_game { &[G::KIND] } else { &GameKind::ALL };
         let variants: String = offered.iter().map(|g| format!(" var {g}")).collect();
+        let win_check = |w: WinCheck| match w {
+            WinCheck::Off => "off",
+            WinCheck::Root => "root",
+            WinCheck::Tree => "tree",
+        };
+        let search_lines = |ucci: bool| {
+            let name = |n: &str| if ucci { n.to_ascii_lowercase() } else { n.to_string() };
+            let line = |n: &str, rest: String| {
+                format!("option {}{} {rest}", if ucci { "" } else { "name " }, name(n))
+            };
+            let combo = |vars: &[&str], default: &str| {
+                let vars: String = vars.iter().map(|v| format!(" var {v}")).collect();
+                if ucci {
+                    format!("type combo{vars} default {default}")
+                } else {
+                    format!("type combo default {default}{vars}")
+                }
+            };
+            let spin = |default: u32, max: u32| {
+                if ucci {
+                    format!("type spin min 1 max {max} default {default}")
+                } else {
+                    format!("type spin default {default} min 1 max {max}")
+                }
+            };
+            vec![
+                line("Algorithm", combo(&["auto", "puct", "gumbel"], "auto")),
+                line("CPuct", format!("type string default {}", base.c_puct)),
+                line("FpuReduction", format!("type string default {}", base.fpu_reduction)),
+                line("GumbelConsideredMoves", spin(base.gumbel_considered_moves, 1024)),
+                line("GumbelCVisit", format!("type string default {}", base.gumbel_c_visit)),
+                line("GumbelCScale", format!("type string default {}", base.gumbel_c_scale)),
+                line("WinCheck", combo(&["off", "root", "tree"], win_check(base.win_check))),
+            ]
+        };
         match dialect {
             Dialect::Uci => {
                 for line in [
@@ -350,7 +416,11 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                     "option name NetPath type string default <empty>".to_string(),
                     format!("option name UCI_Variant type combo default {}{variants}", G::KIND),
                     format!("option name Rules type combo default {}{rules_vars}", defaults.rules),
-                ] {
+                    "option name UCI_ShowWDL type check default true".to_string(),
+                ]
+                .into_iter()
+                .chain(search_lines(false))
+                {
                     self.out.line(&line);
                 }
                 if let Some(note) = self.evaluator_note() {
@@ -373,7 +443,10 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                     ),
                     "option netpath type string default".to_string(),
                     format!("option rules type combo{rules_vars} default {}", defaults.rules),
-                ] {
+                ]
+                .into_iter()
+                .chain(search_lines(true))
+                {
                     self.out.line(&line);
                 }
                 if let Some(note) = self.evaluator_note() {
@@ -406,6 +479,14 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             return;
         }
         let key = name.to_ascii_lowercase();
+        let number = || -> Result<f32, String> {
+            value
+                .trim()
+                .parse::<f32>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("option {name}: '{value}' is not a number"))
+        };
         let spin = |max: u64| -> Result<u64, String> {
             value.trim().parse::<u64>().ok().filter(|v| (1..=max).contains(v)).ok_or_else(|| {
                 format!("option {name}: '{value}' is not a whole number in 1..={max}")
@@ -470,8 +551,51 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                 }
                 _ => Err(format!("option usemillisec: '{value}' is not true or false")),
             },
+            "uci_showwdl" => match value.trim().to_ascii_lowercase().as_str() {
+                "true" | "on" => {
+                    self.options.show_wdl = true;
+                    Ok(())
+                }
+                "false" | "off" => {
+                    self.options.show_wdl = false;
+                    Ok(())
+                }
+                _ => Err(format!("option UCI_ShowWDL: '{value}' is not true or false")),
+            },
+            "algorithm" => {
+                let algorithm = match value.trim().to_ascii_lowercase().as_str() {
+                    "auto" => Ok(None),
+                    "puct" => Ok(Some(Algorithm::Puct)),
+                    "gumbel" => Ok(Some(Algorithm::Gumbel)),
+                    _ => Err(format!("option Algorithm: '{value}' is not auto, puct or gumbel")),
+                };
+                algorithm.map(|a| self.options.search.algorithm = a)
+            }
+            "cpuct" => number().and_then(|v| self.set_search_option(&name, |o| o.c_puct = Some(v))),
+            "fpureduction" => {
+                number().and_then(|v| self.set_search_option(&name, |o| o.fpu_reduction = Some(v)))
+            }
+            "gumbelcvisit" => {
+                number().and_then(|v| self.set_search_option(&name, |o| o.gumbel_c_visit = Some(v)))
+            }
+            "gumbelcscale" => {
+                number().and_then(|v| self.set_search_option(&name, |o| o.gumbel_c_scale = Some(v)))
+            }
+            "gumbelconsideredmoves" => match value.trim().parse::<u32>() {
+                Ok(m) => self.set_search_option(&name, |o| o.gumbel_considered_moves = Some(m)),
+                Err(_) => Err(format!("option {name}: '{value}' is not a whole number")),
+            },
+            "wincheck" => {
+                let w = match value.trim().to_ascii_lowercase().as_str() {
+                    "off" => Ok(WinCheck::Off),
+                    "root" => Ok(WinCheck::Root),
+                    "tree" => Ok(WinCheck::Tree),
+                    _ => Err(format!("option WinCheck: '{value}' is not off, root or tree")),
+                };
+                w.map(|w| self.options.search.win_check = Some(w))
+            }
             // Sent by some GUIs to every engine; nothing to do.
-            "ponder" | "uci_showwdl" | "newgame" => Ok(()),
+            "ponder" | "newgame" => Ok(()),
             _ => {
                 let shown: String = name.chars().take(40).collect();
                 Err(format!("unknown option '{shown}'"))
@@ -480,6 +604,21 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         if let Err(e) = result {
             self.info(&e);
         }
+    }
+
+    /// Changes a search option with `change`, kept only if the settings it makes (over the
+    /// network's) pass their checks.
+    fn set_search_option(
+        &mut self,
+        name: &str,
+        change: impl FnOnce(&mut SearchOptions),
+    ) -> Result<(), String> {
+        let mut trial = self.options.search.clone();
+        change(&mut trial);
+        let net = self.net_search();
+        trial.settings(net.as_ref(), Some(1)).map_err(|e| format!("option {name}: {e}"))?;
+        self.options.search = trial;
+        Ok(())
     }
 
     /// Replays the current game under the current rules (after `Rules` changes).
@@ -779,8 +918,21 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         };
         let hash = (self.options.hash_mb as usize).saturating_mul(1 << 20);
         let max_nodes = (hash / uci_search::bytes_per_node::<G>(root.moves().len())).max(64);
+        // Gumbel needs its budget beforehand: a search until `stop` is PUCT.
+        let budget = if go.infinite || go.ponder { None } else { simulations };
+        let net = self.net_search();
+        let search = match self.options.search.settings(net.as_ref(), budget) {
+            Ok(search) => search,
+            Err(e) => {
+                self.info(&format!("search settings: {e}; searching with the built-in defaults"));
+                let defaults = SearchOptions::default().settings(None, budget);
+                defaults.unwrap_or_default()
+            }
+        };
         let job = Job {
             game: root,
+            search,
+            show_wdl: self.options.show_wdl,
             banned,
             simulations,
             time: if go.ponder { None } else { time },
@@ -1096,7 +1248,8 @@ fn serve_as<G: GameEnv>(
         Box::new(|e| e.game().is_none().then(|| NO_NETWORK.to_string()));
     let mut engine: Engine<_, G> = Engine::new(evaluator, Output::new(Box::new(io::stdout())))
         .with_net_loader(loader)
-        .with_evaluator_note(note);
+        .with_evaluator_note(note)
+        .with_net_search(Box::new(|e| e.search().cloned()));
     if session.pinned {
         engine = engine.with_fixed_game();
     }

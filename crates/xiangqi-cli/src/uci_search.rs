@@ -16,11 +16,21 @@
 //! # Scores
 //! The value `v ∈ [-1, 1]` of the best move for the side to move (its mean backed-up value) is
 //! shown as `score cp C` with `C = 111.7 · tan(1.562 · v)` (the mapping of Leela Chess Zero),
-//! clamped to ±9000, and `wdl W D L` with `W = 500 (1 + v)`, `L = 1000 − W`, `D = 0` (the
-//! search keeps no draw probability yet). When the principal variation ends in a decisive
-//! verdict of the rules and the best move's value is beyond ±0.9, the score is `mate ±M` with
-//! `M` the moves (not plies) to that verdict. UCCI prints `score C` without `cp`, mates as
+//! clamped to ±9000. With `UCI_ShowWDL` (on by default) it is followed by `wdl W D L`, per mille
+//! from the side to move, from `v` and the mean draw probability `d` that the network's WDL
+//! head gave the positions below the move ([`wdl_permille`]; `d = 0` without a network). When
+//! the principal variation ends in a decisive verdict of the rules and the best move's value is
+//! beyond ±0.9, the score is `mate ±M` with `M` the moves (not plies) to that verdict, and `wdl`
+//! is `1000 0 0` or `0 0 1000`. UCCI prints `score C` without `cp`, mates as
 //! `±(10000 − plies)`, and no `wdl` or `multipv`.
+//!
+//! # Search settings
+//! A network records the `[search]` it was trained with; the engine starts from those (without
+//! root noise), or from the defaults for a network that records none, and the options of
+//! [`SearchOptions`] override them one by one. `Algorithm auto` plays the Gumbel search up to
+//! [`AUTO_GUMBEL_UP_TO`] simulations and PUCT above (and PUCT for a search limited by time
+//! alone, as sequential halving needs its budget beforehand). A Gumbel search that runs its
+//! budget plays the sequential-halving winner; otherwise the engine plays the most visited move.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,7 +42,8 @@ use xiangqi::Move;
 use xiangqi_search::GameEnv;
 use xiangqi_search::arena::drive_search;
 use xiangqi_search::{
-    Checked, EvalBuffer, EvalRequest, Evaluator, NodeId, NodeStatus, Search, Tree, game_rng,
+    Algorithm, Checked, ConfigError, EvalBuffer, EvalRequest, Evaluator, NodeId, NodeStatus,
+    Search, SearchConfig, Tree, WinCheck, game_rng,
 };
 
 /// How often `info` is printed while searching.
@@ -97,11 +108,77 @@ pub fn bytes_per_node<G: GameEnv>(history: usize) -> usize {
     std::mem::size_of::<G>() + 10 * history + 40 * 10 + 200
 }
 
+/// The simulation budgets up to which `Algorithm auto` plays the Gumbel search (sequential
+/// halving from 16 considered moves); larger budgets, and searches limited by time alone, play
+/// PUCT. Measured with the recorded main-job net (`experiments/2026-12-03-engine-search/`).
+pub const AUTO_GUMBEL_UP_TO: u64 = 800;
+
+/// The engine's search options (`Algorithm`, `CPuct`, `FpuReduction`,
+/// `GumbelConsideredMoves`, `GumbelCVisit`, `GumbelCScale`, `WinCheck`): each `None` until set,
+/// leaving the network's recorded `[search]` value (or the default of a network that records
+/// none) in place.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchOptions {
+    /// `None`: `auto` (see [`AUTO_GUMBEL_UP_TO`]).
+    pub algorithm: Option<Algorithm>,
+    /// PUCT's exploration constant.
+    pub c_puct: Option<f32>,
+    /// First-play urgency reduction.
+    pub fpu_reduction: Option<f32>,
+    /// Gumbel: moves sequential halving starts with.
+    pub gumbel_considered_moves: Option<u32>,
+    /// Gumbel: `c_visit`.
+    pub gumbel_c_visit: Option<f32>,
+    /// Gumbel: `c_scale`.
+    pub gumbel_c_scale: Option<f32>,
+    /// Where to look for moves that win at once.
+    pub win_check: Option<WinCheck>,
+}
+
+impl SearchOptions {
+    /// The settings of one search with `budget` simulations (`None`: limited by time or
+    /// `stop`): `net`'s `[search]` (or the defaults) with these options over it, without root
+    /// noise. A Gumbel search needs its budget beforehand, so a search without one is PUCT.
+    ///
+    /// # Errors
+    /// The first bad key of the result (an option's value out of range, or a network's recorded
+    /// settings that this build refuses).
+    pub fn settings(
+        &self,
+        net: Option<&SearchConfig>,
+        budget: Option<u64>,
+    ) -> Result<Checked<SearchConfig>, ConfigError> {
+        let mut c = net.cloned().unwrap_or_default();
+        // Play, not self-play: no noise, no cheap searches.
+        c.dirichlet_epsilon = 0.0;
+        c.full_search_prob = 1.0;
+        c.algorithm = match (self.algorithm, budget) {
+            (_, None) => Algorithm::Puct,
+            (Some(a), Some(_)) => a,
+            (None, Some(n)) if n <= AUTO_GUMBEL_UP_TO => Algorithm::Gumbel,
+            (None, Some(_)) => Algorithm::Puct,
+        };
+        let or = |o: Option<f32>, v: f32| o.unwrap_or(v);
+        c.c_puct = or(self.c_puct, c.c_puct);
+        c.fpu_reduction = or(self.fpu_reduction, c.fpu_reduction);
+        c.gumbel_considered_moves =
+            self.gumbel_considered_moves.unwrap_or(c.gumbel_considered_moves);
+        c.gumbel_c_visit = or(self.gumbel_c_visit, c.gumbel_c_visit);
+        c.gumbel_c_scale = or(self.gumbel_c_scale, c.gumbel_c_scale);
+        c.win_check = self.win_check.unwrap_or(c.win_check);
+        Checked::new(c)
+    }
+}
+
 /// What one `go` asks for.
 #[derive(Clone, Debug)]
 pub struct Job<G: GameEnv> {
     /// The root: not over.
     pub game: G,
+    /// The search's settings ([`SearchOptions::settings`]).
+    pub search: Checked<SearchConfig>,
+    /// Whether `info` lines carry `wdl W D L` (UCI's `UCI_ShowWDL`).
+    pub show_wdl: bool,
     /// Root moves the search must not play (banmoves, or moves outside searchmoves). Never all
     /// of them.
     pub banned: Vec<Move>,
@@ -185,6 +262,8 @@ impl<G: GameEnv, E: Evaluator<G>> Evaluator<G> for RootMask<'_, E> {
 struct Line {
     moves: Vec<Move>,
     value: f32,
+    /// The mean backed-up draw probability of the line's first move.
+    draw: f32,
     /// Plies to a decisive verdict at the end of the line, with the sign of the root side's
     /// result.
     mate_plies: Option<i32>,
@@ -197,32 +276,58 @@ fn wins_at_once<G: GameEnv>(tree: &Tree<G>, m: Move) -> bool {
     tree.game(NodeId::ROOT).is_some_and(|g| g.is_winning_move(m))
 }
 
-/// Root moves not banned, moves that win at once first, then most visited first (ties: higher
-/// prior), with their child nodes.
-fn ranked_root_moves<G: GameEnv>(tree: &Tree<G>, banned: &[Move]) -> Vec<(Move, NodeId, u32)> {
+/// Root moves not banned, moves that win at once first, then `preferred` (a Gumbel search's
+/// [`halving_winner`]), then most visited first (ties: higher prior), with their child nodes.
+fn ranked_root_moves<G: GameEnv>(
+    tree: &Tree<G>,
+    banned: &[Move],
+    preferred: Option<Move>,
+) -> Vec<(Move, NodeId, u32)> {
     let root = NodeId::ROOT;
-    let mut v: Vec<(Move, NodeId, u32, f32, bool)> = tree
+    // The sort key: wins at once, preferred, visits, prior.
+    struct Key {
+        entry: (Move, NodeId, u32),
+        wins: bool,
+        preferred: bool,
+        prior: f32,
+    }
+    let mut v: Vec<Key> = tree
         .moves(root)
         .iter()
         .zip(tree.children(root))
         .zip(tree.priors(root))
         .filter(|((m, _), _)| !banned.contains(m))
-        .map(|((&m, &c), &p)| {
+        .map(|((&m, &c), &prior)| {
             let visits = if c.is_none() { 0 } else { tree.visits(c) };
-            (m, c, visits, p, wins_at_once(tree, m))
+            let (wins, preferred) = (wins_at_once(tree, m), preferred == Some(m));
+            Key { entry: (m, c, visits), wins, preferred, prior }
         })
         .collect();
-    v.sort_by(|a, b| b.4.cmp(&a.4).then(b.2.cmp(&a.2)).then(b.3.total_cmp(&a.3)));
-    v.into_iter().map(|(m, c, n, _, _)| (m, c, n)).collect()
+    v.sort_by(|a, b| {
+        (b.wins, b.preferred, b.entry.2)
+            .cmp(&(a.wins, a.preferred, a.entry.2))
+            .then(b.prior.total_cmp(&a.prior))
+    });
+    v.into_iter().map(|k| k.entry).collect()
+}
+
+/// The root move a Gumbel search that ran its whole budget chose by sequential halving (the
+/// paper's answer, which need not be the most visited move); `None` for PUCT or a search cut
+/// short.
+fn halving_winner<G: GameEnv>(search: &Search<G>) -> Option<Move> {
+    (search.config().algorithm == Algorithm::Gumbel && search.is_done())
+        .then(|| search.result().best)
 }
 
 /// The line starting with root move `first`: most visited children down the tree.
 fn line_from<G: GameEnv>(tree: &Tree<G>, first: Move, child: NodeId, root_value: f32) -> Line {
     if wins_at_once(tree, first) {
-        return Line { moves: vec![first], value: 1.0, mate_plies: Some(1) };
+        return Line { moves: vec![first], value: 1.0, draw: 0.0, mate_plies: Some(1) };
     }
     let mut moves = vec![first];
     let value = if child.is_none() { root_value } else { tree.q(child).unwrap_or(root_value) };
+    let root_draw = tree.draw_rate(NodeId::ROOT).unwrap_or(0.0);
+    let draw = if child.is_none() { root_draw } else { tree.draw_rate(child).unwrap_or(root_draw) };
     let mut node = child;
     let mut mate_plies = None;
     while !node.is_none() && moves.len() < 64 {
@@ -264,7 +369,7 @@ fn line_from<G: GameEnv>(tree: &Tree<G>, first: Move, child: NodeId, root_value:
         node = c;
     }
     let mate_plies = mate_plies.filter(|p| (*p > 0 && value > 0.9) || (*p < 0 && value < -0.9));
-    Line { moves, value, mate_plies }
+    Line { moves, value, draw, mate_plies }
 }
 
 /// `111.7 · tan(1.562 · v)`, clamped to ±9000.
@@ -273,18 +378,34 @@ pub fn value_to_cp(v: f32) -> i32 {
     (111.7 * (1.562 * v).tan()).round().clamp(-9000.0, 9000.0) as i32
 }
 
-fn score_text(line: &Line, dialect: Dialect) -> String {
+/// Win, draw and loss in per mille for the side to move, from the mean value `v` in `[-1, 1]`
+/// and the mean draw probability `d` in `[0, 1]`: `W = (1 + v − d) / 2`, `L = (1 − v − d) / 2`
+/// (Leela Chess Zero's reading of a WDL head's backed-up figures), rounded so that the three
+/// sum to 1000.
+pub fn wdl_permille(v: f32, d: f32) -> [i32; 3] {
+    let v = f64::from(if v.is_nan() { 0.0 } else { v.clamp(-1.0, 1.0) });
+    // Averages of (w − l, d) with w + d + l = 1 keep |v| ≤ 1 − d; the clamp guards rounding.
+    let d = f64::from(if d.is_nan() { 0.0 } else { d }).clamp(0.0, 1.0 - v.abs());
+    let w = (500.0 * (1.0 + v - d)).round() as i32;
+    let dm = ((1000.0 * d).round() as i32).clamp(0, 1000 - w);
+    [w, dm, 1000 - w - dm]
+}
+
+fn score_text(line: &Line, dialect: Dialect, show_wdl: bool) -> String {
+    let wdl =
+        |[w, d, l]: [i32; 3]| if show_wdl { format!(" wdl {w} {d} {l}") } else { String::new() };
     match (dialect, line.mate_plies) {
         (Dialect::Uci, Some(p)) => {
             let moves = (p.abs() + 1) / 2;
-            format!("score mate {}", if p > 0 { moves } else { -moves })
+            let sure = if p > 0 { [1000, 0, 0] } else { [0, 0, 1000] };
+            format!("score mate {}{}", if p > 0 { moves } else { -moves }, wdl(sure))
         }
         (Dialect::Ucci, Some(p)) => {
             format!("score {}", if p > 0 { 10_000 - p } else { -10_000 - p })
         }
         (Dialect::Uci, None) => {
-            let w = (500.0 * (1.0 + f64::from(line.value.clamp(-1.0, 1.0)))).round() as i32;
-            format!("score cp {} wdl {} 0 {}", value_to_cp(line.value), w, 1000 - w)
+            let shown = wdl(wdl_permille(line.value, line.draw));
+            format!("score cp {}{shown}", value_to_cp(line.value))
         }
         (Dialect::Ucci, None) => format!("score {}", value_to_cp(line.value)),
     }
@@ -304,7 +425,7 @@ fn print_info<G: GameEnv>(out: &Output, search: &Search<G>, job: &Job<G>, starte
     let ms = started.elapsed().as_millis() as u64;
     let nps = nodes * 1000 / ms.max(1);
     let root_value = tree.q(NodeId::ROOT).map_or(0.0, |q| -q);
-    let ranked = ranked_root_moves(tree, &job.banned);
+    let ranked = ranked_root_moves(tree, &job.banned, halving_winner(search));
     let count = match job.dialect {
         Dialect::Uci => job.multipv.clamp(1, ranked.len().max(1)),
         Dialect::Ucci => 1,
@@ -312,7 +433,7 @@ fn print_info<G: GameEnv>(out: &Output, search: &Search<G>, job: &Job<G>, starte
     for (k, &(m, child, _)) in ranked.iter().take(count).enumerate() {
         let line = line_from(tree, m, child, root_value);
         let depth = line.moves.len();
-        let score = score_text(&line, job.dialect);
+        let score = score_text(&line, job.dialect, job.show_wdl);
         let pv = pv_text(&line.moves);
         out.line(&match job.dialect {
             Dialect::Uci => format!(
@@ -365,7 +486,8 @@ fn search<G: GameEnv, E: Evaluator<G>>(
     let started = controls.started;
     let mut mask =
         RootMask { inner: evaluator, root_len: job.game.moves().len(), banned: &job.banned };
-    let mut search = Search::new(job.game.clone(), Checked::default());
+    let mut search = Search::new(job.game.clone(), job.search.clone());
+    let gumbel = job.search.algorithm == Algorithm::Gumbel;
     let batch = search.config().virtual_loss_batch as usize;
     let mut buffer = EvalBuffer::new();
     let mut rng = game_rng(0, 0);
@@ -379,7 +501,10 @@ fn search<G: GameEnv, E: Evaluator<G>>(
                     >= controls.deadline_ms.load(Ordering::Relaxed))
     };
     loop {
-        let chunk = if controls.infinite.load(Ordering::Relaxed) {
+        let chunk = if gumbel {
+            // Sequential halving plans its whole budget at the start: one chunk.
+            limit.clamp(1, MAX_SIMULATIONS) as u32
+        } else if controls.infinite.load(Ordering::Relaxed) {
             CHUNK
         } else {
             limit.saturating_sub(done_before).clamp(1, u64::from(CHUNK)) as u32
@@ -415,7 +540,7 @@ fn search<G: GameEnv, E: Evaluator<G>>(
     }
     print_info(out, &search, job, started);
     let tree = search.tree();
-    let ranked = ranked_root_moves(tree, &job.banned);
+    let ranked = ranked_root_moves(tree, &job.banned, halving_winner(&search));
     Ok(ranked.first().map(|&(best, child, _)| {
         let line = line_from(tree, best, child, 0.0);
         (best, line.moves.get(1).copied())
@@ -440,6 +565,27 @@ mod tests {
             for inc in [0u64, 100, 10_000] {
                 let b = time_budget(ms(t), ms(inc), None);
                 assert!(b <= ms(t.max(1)), "{t} {inc} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn wdl_is_per_mille_from_the_value_and_the_draw_rate() {
+        // By hand: W = (1 + v − d) / 2, L = (1 − v − d) / 2.
+        assert_eq!(wdl_permille(0.0, 0.0), [500, 0, 500]);
+        assert_eq!(wdl_permille(0.2, 0.3), [450, 300, 250]);
+        assert_eq!(wdl_permille(-0.6, 0.2), [100, 200, 700]);
+        assert_eq!(wdl_permille(1.0, 0.0), [1000, 0, 0]);
+        assert_eq!(wdl_permille(-1.0, 0.0), [0, 0, 1000]);
+        // More draw than the value allows (|v| ≤ 1 − d) is cut to what it allows.
+        assert_eq!(wdl_permille(0.5, 0.9), [500, 500, 0]);
+        assert_eq!(wdl_permille(f32::NAN, f32::NAN), [500, 0, 500]);
+        for i in 0..=200 {
+            for j in 0..=100 {
+                let (v, d) = (i as f32 / 100.0 - 1.0, j as f32 / 100.0);
+                let wdl = wdl_permille(v, d);
+                assert_eq!(wdl.iter().sum::<i32>(), 1000, "{v} {d}");
+                assert!(wdl.iter().all(|&x| (0..=1000).contains(&x)), "{v} {d} {wdl:?}");
             }
         }
     }

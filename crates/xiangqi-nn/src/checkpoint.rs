@@ -30,7 +30,7 @@ use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use xiangqi_search::{Encoding, GameKind};
+use xiangqi_search::{Encoding, GameKind, SearchConfig};
 
 use crate::config::{ConfigError, NetConfig, TrainConfig};
 use crate::model::Net;
@@ -278,6 +278,11 @@ pub struct Manifest {
     /// checkpoints of a run with `loop.pretrain_shards`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pretrained: Option<Pretraining>,
+    /// The `[search]` settings the network was trained with (checkpoints of `xqz train` and
+    /// their exports): what an engine playing it starts from. Absent in nets written before
+    /// they were recorded, and in nets not trained by self-play.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchConfig>,
     /// The other files of the checkpoint.
     pub files: Vec<FileEntry>,
 }
@@ -321,6 +326,7 @@ impl Manifest {
             training: None,
             rng: None,
             pretrained: None,
+            search: None,
             files: Vec::new(),
         }
     }
@@ -486,10 +492,11 @@ pub fn save_trainer(
     dir: &Path,
     counters: &BTreeMap<String, u64>,
 ) -> Result<(), CheckpointError> {
-    save_trainer_with(trainer, dir, counters, None)
+    save_trainer_with(trainer, dir, counters, None, None)
 }
 
-/// [`save_trainer`] with the record of the run's pretraining (see [`Manifest::pretrained`]).
+/// [`save_trainer`] with the record of the run's pretraining (see [`Manifest::pretrained`]) and
+/// of the search it plays with ([`Manifest::search`]).
 ///
 /// # Errors
 /// As [`save_trainer`].
@@ -498,6 +505,7 @@ pub fn save_trainer_with(
     dir: &Path,
     counters: &BTreeMap<String, u64>,
     pretrained: Option<&Pretraining>,
+    search: Option<&SearchConfig>,
 ) -> Result<(), CheckpointError> {
     let model = model_bytes(trainer.net())?;
     let optim = trainer
@@ -510,6 +518,7 @@ pub fn save_trainer_with(
     manifest.training = Some(trainer.config().clone());
     manifest.rng = Some(RngEntry::from_state(&trainer.rng_state()));
     manifest.pretrained = pretrained.cloned();
+    manifest.search = search.cloned();
     write_atomically(dir, manifest, &[(MODEL_FILE, &model), (OPTIMIZER_FILE, &optim)])
 }
 

@@ -414,6 +414,7 @@ pub fn export_net(
     manifest.samples = source.samples;
     manifest.counters = source.counters.clone();
     manifest.pretrained = source.pretrained.clone();
+    manifest.search = source.search.clone();
     let model = checkpoint::model_bytes(net)?;
     checkpoint::write_atomically(
         out,

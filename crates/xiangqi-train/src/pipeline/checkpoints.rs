@@ -210,6 +210,7 @@ impl TrainingRun {
             &dir,
             &self.counters(),
             self.pretrained.as_ref(),
+            Some(self.config.search().get()),
         )?;
         Ok(dir)
     }
