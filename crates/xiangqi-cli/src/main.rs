@@ -51,6 +51,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
     }
 }
 
+mod analysis;
 mod arena;
 mod bench;
 mod config;
@@ -91,6 +92,9 @@ enum Command {
     Arena(arena::Args),
     /// Speak UCI (and UCCI) on standard input and output, for GUIs and match tools.
     Uci(uci::Args),
+    /// The batched analysis engine for servers: JSON queries in, JSON answers out (after
+    /// KataGo's analysis engine), many positions searched at once.
+    Analysis(analysis::Args),
     /// Export a checkpoint as a self-contained net, with safetensors and a JSON description.
     Export(export::Args),
     /// Score a player on tactical test positions kept back from training (mate in one,
@@ -149,6 +153,7 @@ fn main() -> ExitCode {
         Command::Selfplay(args) => selfplay::run(&args),
         Command::Arena(args) => arena::run(&args),
         Command::Uci(args) => uci::run(&args),
+        Command::Analysis(args) => analysis::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Tactics(args) => tactics::run(&args),
         Command::Bench(args) => bench::run(&args),

@@ -259,11 +259,12 @@ impl<G: GameEnv, E: Evaluator<G>> Evaluator<G> for RootMask<'_, E> {
 }
 
 /// One root move's line.
-struct Line {
-    moves: Vec<Move>,
-    value: f32,
+pub(crate) struct Line {
+    pub(crate) moves: Vec<Move>,
+    /// The first move's mean value for the side to move at the root.
+    pub(crate) value: f32,
     /// The mean backed-up draw probability of the line's first move.
-    draw: f32,
+    pub(crate) draw: f32,
     /// Plies to a decisive verdict at the end of the line, with the sign of the root side's
     /// result.
     mate_plies: Option<i32>,
@@ -278,7 +279,7 @@ fn wins_at_once<G: GameEnv>(tree: &Tree<G>, m: Move) -> bool {
 
 /// Root moves not banned, moves that win at once first, then `preferred` (a Gumbel search's
 /// [`halving_winner`]), then most visited first (ties: higher prior), with their child nodes.
-fn ranked_root_moves<G: GameEnv>(
+pub(crate) fn ranked_root_moves<G: GameEnv>(
     tree: &Tree<G>,
     banned: &[Move],
     preferred: Option<Move>,
@@ -314,13 +315,18 @@ fn ranked_root_moves<G: GameEnv>(
 /// The root move a Gumbel search that ran its whole budget chose by sequential halving (the
 /// paper's answer, which need not be the most visited move); `None` for PUCT or a search cut
 /// short.
-fn halving_winner<G: GameEnv>(search: &Search<G>) -> Option<Move> {
+pub(crate) fn halving_winner<G: GameEnv>(search: &Search<G>) -> Option<Move> {
     (search.config().algorithm == Algorithm::Gumbel && search.is_done())
         .then(|| search.result().best)
 }
 
 /// The line starting with root move `first`: most visited children down the tree.
-fn line_from<G: GameEnv>(tree: &Tree<G>, first: Move, child: NodeId, root_value: f32) -> Line {
+pub(crate) fn line_from<G: GameEnv>(
+    tree: &Tree<G>,
+    first: Move,
+    child: NodeId,
+    root_value: f32,
+) -> Line {
     if wins_at_once(tree, first) {
         return Line { moves: vec![first], value: 1.0, draw: 0.0, mate_plies: Some(1) };
     }

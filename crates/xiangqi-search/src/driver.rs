@@ -3,7 +3,7 @@
 //!
 //! Every caller that runs a search goes through [`Lockstep`]: self-play
 //! ([`crate::play_games`]), the batched arena ([`crate::arena::run_match_batched`]), the search
-//! as a player and the engine ([`drive_search`]), and [`Search::run`]. Each brings its own
+//! as a player and the engine ([`drive_search`]), [`Search::run`], and `xqz analysis`. Each brings its own
 //! *policy* as the [`Lane`]s it drives: what a lane does between batches (play the searched
 //! move, record a sample, resign, start the next search, stop at a deadline) is the lane's; the
 //! driver owns the rest, the same for all:

@@ -1,0 +1,517 @@
+//! `xqz analysis --net NET`: the batched analysis engine for servers, after KataGo's analysis
+//! engine (`docs/Analysis_Engine.md` of KataGo): one JSON query a line on standard input, one
+//! JSON answer a line on standard output, many queries searched at once with their leaves
+//! evaluated in shared batches (the one game driver, [`xiangqi_search::Lockstep`]).
+//!
+//! # Queries
+//! ```json
+//! {"id":"g1","initialFen":"...","moves":["h2e2","h9g7"],"maxVisits":800,"analyzeTurns":[1,2]}
+//! ```
+//! * `id` (string, required): copied into every answer and error of the query.
+//! * `game` (`"xiangqi"` or `"janggi"`): must be the network's game (the default).
+//! * `rules`: the rule set by name (`asian`, `simple`; `site`, `traditional`; default: the
+//!   game's default).
+//! * `initialFen`: the start position (default: the game's start). `moves`: moves played from
+//!   it, in the engine's UCI text (`h2e2`; janggi's pass as `xqz uci` writes it).
+//! * `maxVisits`: simulations of each search (default `--visits`, 800; 1 to 16,777,216).
+//! * `analyzeTurns`: which positions to analyse, as the number of `moves` played before them
+//!   (default: the last, after all of them); each gets its own answer.
+//! * `maxMoveInfos`: at most this many candidate moves in an answer (default: every move the
+//!   search visited). This field is this engine's; KataGo has none.
+//!
+//! An unknown field, a value of the wrong type, an illegal move or a game the network does not
+//! play is answered by `{"id": ..., "error": "...", "field": ...}` (`field` where one is to
+//! blame; `id` where the line had one), and the engine reads on. A position where the game is
+//! already over gets an error with its `turnNumber`.
+//!
+//! # Answers
+//! ```json
+//! {"id":"g1","turnNumber":2,"isDuringSearch":false,
+//!  "moveInfos":[{"move":"h7e7","order":0,"visits":412,"prior":0.31,"winrate":0.52,"q":0.04,
+//!                "wdl":[0.21,0.62,0.17],"pv":["h7e7","b0c2"]}, ...],
+//!  "rootInfo":{"visits":800,"winrate":0.52,"value":0.04,"wdl":[0.21,0.62,0.17]}}
+//! ```
+//! Every figure is from the side to move at the analysed position. `q` and `value` are mean
+//! backed-up values in `[-1, 1]`; `wdl` is win, draw and loss (`W = (1 + q − d) / 2`,
+//! `L = (1 − q − d) / 2`, `d` the mean draw probability of the network's WDL head), and
+//! `winrate` the expected score `W + D / 2 = (1 + q) / 2`. Moves are ranked as `xqz uci` ranks
+//! them (a move that wins at once first, then a Gumbel search's sequential-halving winner,
+//! then visits), `order` counting from 0; `pv` is the principal variation from the move on.
+//!
+//! The search settings are the engine's for that budget: the network's recorded `[search]`,
+//! the algorithm chosen as `xqz uci`'s `Algorithm auto` chooses it, no root noise
+//! ([`crate::uci_search::SearchOptions`]); so an answer equals what `xqz uci --net NET` finds
+//! with `go nodes maxVisits` in the same position.
+//!
+//! Answers come in the order their searches end, not the order of the queries. When standard
+//! input closes, the queries already read are answered, then the engine exits.
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::thread;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use xiangqi::{Game, Move, janggi};
+use xiangqi_nn::NnEvaluator;
+use xiangqi_search::{
+    Checked, Evaluator, GameEnv, GameKind, Lane, Lockstep, NodeId, Search, SearchConfig, game_rng,
+};
+
+use crate::uci_search::{self, SearchOptions};
+
+/// The longest input line read (longer ones get an error and are skipped).
+const MAX_LINE: usize = 1 << 20;
+
+/// The most visits a query may ask for.
+const MAX_VISITS: u32 = 1 << 24;
+
+/// `xqz analysis`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The network: a checkpoint of `xqz train`, an export of `xqz export`, or a run directory
+    /// (its newest checkpoint).
+    #[arg(long)]
+    net: PathBuf,
+    /// The network's device: cpu, wgpu, wgpu:N or cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Positions searched at once; their leaves share the network's batches.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    max_concurrent: u32,
+    /// Most leaves in one evaluation batch, all searches together.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    max_batch: u32,
+    /// Visits of a query that names no `maxVisits`.
+    #[arg(long, default_value_t = 800, value_parser = clap::value_parser!(u32).range(1..=(1 << 24)))]
+    visits: u32,
+}
+
+/// One query line, as read.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Query {
+    id: String,
+    #[serde(default)]
+    game: Option<String>,
+    #[serde(default)]
+    rules: Option<String>,
+    #[serde(default)]
+    initial_fen: Option<String>,
+    #[serde(default)]
+    moves: Vec<String>,
+    #[serde(default)]
+    max_visits: Option<u32>,
+    #[serde(default)]
+    analyze_turns: Option<Vec<usize>>,
+    #[serde(default)]
+    max_move_infos: Option<usize>,
+}
+
+/// A bad query (or a bad turn of one), as its error line says it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ErrorLine {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn_number: Option<usize>,
+    error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<String>,
+}
+
+impl ErrorLine {
+    fn new(id: Option<&str>, field: Option<&str>, error: impl Into<String>) -> ErrorLine {
+        let field = field.map(str::to_string);
+        ErrorLine { id: id.map(str::to_string), turn_number: None, error: error.into(), field }
+    }
+}
+
+/// One position to search.
+struct Task<G: GameEnv> {
+    id: String,
+    turn: usize,
+    game: G,
+    visits: u32,
+    max_infos: Option<usize>,
+}
+
+/// A candidate move of an answer.
+#[derive(Debug, Serialize)]
+struct MoveInfo {
+    #[serde(rename = "move")]
+    mv: String,
+    order: usize,
+    visits: u32,
+    prior: f32,
+    winrate: f32,
+    q: f32,
+    wdl: [f32; 3],
+    pv: Vec<String>,
+}
+
+/// The analysed position as a whole.
+#[derive(Debug, Serialize)]
+struct RootInfo {
+    visits: u32,
+    winrate: f32,
+    value: f32,
+    wdl: [f32; 3],
+}
+
+/// One answer line.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer {
+    id: String,
+    turn_number: usize,
+    is_during_search: bool,
+    move_infos: Vec<MoveInfo>,
+    root_info: RootInfo,
+}
+
+/// Win, draw and loss probabilities from a mean value `v` and draw probability `d`.
+fn wdl(v: f32, d: f32) -> [f32; 3] {
+    let v = v.clamp(-1.0, 1.0);
+    let d = d.clamp(0.0, 1.0 - v.abs());
+    [(1.0 + v - d) / 2.0, d, (1.0 - v - d) / 2.0]
+}
+
+/// A place for one search: a task and its search, or nothing.
+struct Slot<G: GameEnv> {
+    running: Option<(Task<G>, Search<G>)>,
+    batch: usize,
+}
+
+impl<G: GameEnv> Lane<G> for Slot<G> {
+    fn search(&self) -> Option<&Search<G>> {
+        self.running.as_ref().map(|(_, s)| s)
+    }
+
+    fn search_mut(&mut self) -> Option<&mut Search<G>> {
+        self.running.as_mut().map(|(_, s)| s)
+    }
+
+    fn leaves_wanted(&self) -> usize {
+        match &self.running {
+            Some((_, s)) if !s.is_done() => self.batch,
+            _ => 0,
+        }
+    }
+
+    fn advance(&mut self, quota: usize) {
+        if let Some((_, search)) = &mut self.running
+            && !search.is_done()
+        {
+            search.gather(quota);
+        }
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let device = crate::net::device(&args.device)?;
+    let game = crate::net::game_of(&args.net)?;
+    let (evaluator, search) = crate::net::load_with_search(&args.net, &device)?;
+    let lines = read_lines();
+    let out = io::stdout();
+    match game {
+        GameKind::Xiangqi => serve::<Game>(args, evaluator, search.as_ref(), lines, out.lock()),
+        GameKind::Janggi => {
+            serve::<janggi::Game>(args, evaluator, search.as_ref(), lines, out.lock())
+        }
+    }
+}
+
+/// Standard input's lines, read on their own thread (`Err`: a line too long, or unreadable).
+fn read_lines() -> Receiver<Result<String, String>> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let stdin = io::stdin();
+        let mut input = stdin.lock();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let n = match input.by_ref().take(MAX_LINE as u64).read_until(b'\n', &mut buf) {
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = tx.send(Err(format!("cannot read standard input: {e}")));
+                    return;
+                }
+            };
+            if n == 0 {
+                return;
+            }
+            let line = if buf.last() == Some(&b'\n') || n < MAX_LINE {
+                Ok(String::from_utf8_lossy(&buf).trim().to_string())
+            } else {
+                // Skip the rest of the line.
+                let mut rest = Vec::new();
+                let _ = input.read_until(b'\n', &mut rest);
+                Err(format!("input line longer than {MAX_LINE} bytes skipped"))
+            };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Writes one JSON line and flushes it.
+fn emit(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {
+    let text = serde_json::to_string(value).context("encoding an answer")?;
+    writeln!(out, "{text}").and_then(|()| out.flush()).context("writing to standard output")
+}
+
+/// The analysis loop for game `G`: queries in, answers out, until standard input closes and
+/// every query read is answered.
+fn serve<G: GameEnv>(
+    args: &Args,
+    mut evaluator: NnEvaluator,
+    net_search: Option<&SearchConfig>,
+    lines: Receiver<Result<String, String>>,
+    mut out: impl Write,
+) -> anyhow::Result<ExitCode> {
+    let mut queue: VecDeque<Task<G>> = VecDeque::new();
+    let batch_of = |c: &Checked<SearchConfig>| (c.virtual_loss_batch as usize).max(1);
+    let mut slots: Vec<Slot<G>> =
+        (0..args.max_concurrent).map(|_| Slot { running: None, batch: 1 }).collect();
+    let mut driver = Lockstep::<G>::new(1, args.max_batch as usize);
+    let mut open = true;
+    loop {
+        // Read what has come; wait for input only when nothing is searching.
+        let busy = !queue.is_empty() || slots.iter().any(|s| s.running.is_some());
+        while open {
+            let line = if busy {
+                match lines.try_recv() {
+                    Ok(line) => line,
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        open = false;
+                        break;
+                    }
+                }
+            } else {
+                match lines.recv() {
+                    Ok(line) => line,
+                    Err(_) => {
+                        open = false;
+                        break;
+                    }
+                }
+            };
+            match line {
+                Ok(text) if text.is_empty() => continue,
+                Ok(text) => match tasks_of::<G>(&text, args.visits) {
+                    Ok((tasks, errors)) => {
+                        // A turn that cannot be analysed is answered at once; the others
+                        // are searched.
+                        for e in errors {
+                            emit(&mut out, &e)?;
+                        }
+                        queue.extend(tasks);
+                    }
+                    Err(e) => emit(&mut out, &e)?,
+                },
+                Err(e) => emit(&mut out, &ErrorLine::new(None, None, e))?,
+            }
+            if !busy {
+                break;
+            }
+        }
+        // Free slots take the next positions.
+        for slot in slots.iter_mut().filter(|s| s.running.is_none()) {
+            let Some(task) = queue.pop_front() else { break };
+            let settings = SearchOptions::default()
+                .settings(net_search, Some(u64::from(task.visits)))
+                .or_else(|_| SearchOptions::default().settings(None, Some(u64::from(task.visits))))
+                .context("the search settings")?;
+            slot.batch = batch_of(&settings);
+            let mut search = Search::new(task.game.clone(), settings);
+            // As `xqz uci` seeds its searches (no noise: the generator is not drawn from).
+            search.start(task.visits, false, &mut game_rng(0, 0));
+            search.gather(slot.batch);
+            slot.running = Some((task, search));
+        }
+        if slots.iter().all(|s| s.running.is_none()) {
+            if open || !queue.is_empty() {
+                continue;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        if let Err(e) =
+            driver.evaluate(&slots, |_, requests, answers| evaluator.evaluate(requests, answers))
+        {
+            // The network failed: every query in flight is answered with the error.
+            for slot in &mut slots {
+                if let Some((task, _)) = slot.running.take() {
+                    let mut line = ErrorLine::new(Some(&task.id), None, format!("network: {e}"));
+                    line.turn_number = Some(task.turn);
+                    emit(&mut out, &line)?;
+                }
+            }
+            anyhow::bail!("the network failed: {e}");
+        }
+        // The searches' tree work, spread over the cores (each search's own, so the answers do
+        // not depend on the spread).
+        driver.par_advance(&mut slots);
+        for slot in &mut slots {
+            if slot.running.as_ref().is_some_and(|(_, s)| s.is_done()) {
+                let (task, search) = slot.running.take().expect("checked above");
+                emit(&mut out, &answer(&task, &search))?;
+            }
+        }
+    }
+}
+
+/// The positions a query line asks for, and the errors of turns it cannot analyse; or the
+/// query's error.
+fn tasks_of<G: GameEnv>(
+    text: &str,
+    default_visits: u32,
+) -> Result<(Vec<Task<G>>, Vec<ErrorLine>), ErrorLine> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| ErrorLine::new(None, None, format!("not JSON: {e}")))?;
+    let id = value.get("id").and_then(Value::as_str).map(str::to_string);
+    let bad = |field: Option<&str>, e: String| ErrorLine::new(id.as_deref(), field, e);
+    if !value.is_object() {
+        return Err(bad(None, "a query is a JSON object".into()));
+    }
+    if id.is_none() {
+        return Err(bad(Some("id"), "a query needs an \"id\", a string".into()));
+    }
+    let q: Query = serde_json::from_value(value).map_err(|e| {
+        // serde names the field it refuses between backticks: `bogus`.
+        let text = e.to_string();
+        let field = text.split('`').nth(1).filter(|_| text.starts_with("unknown field"));
+        bad(field, text.clone())
+    })?;
+    if let Some(name) = &q.game {
+        let g: GameKind = name.parse().map_err(|e| bad(Some("game"), format!("{e}")))?;
+        if g != G::KIND {
+            return Err(bad(Some("game"), format!("the network plays {}, not {g}", G::KIND)));
+        }
+    }
+    let rules = match &q.rules {
+        None => G::default_rules(),
+        Some(name) => {
+            G::parse_rules(&name.trim().to_ascii_lowercase()).map_err(|e| bad(Some("rules"), e))?
+        }
+    };
+    let start = match &q.initial_fen {
+        None => G::start_position(rules),
+        Some(fen) => {
+            G::position_from_fen(fen, rules).map_err(|e| bad(Some("initialFen"), e.to_string()))?
+        }
+    };
+    let visits = q.max_visits.unwrap_or(default_visits);
+    if !(1..=MAX_VISITS).contains(&visits) {
+        return Err(bad(Some("maxVisits"), format!("{visits} is not between 1 and {MAX_VISITS}")));
+    }
+    if q.max_move_infos == Some(0) {
+        return Err(bad(Some("maxMoveInfos"), "must be at least 1".into()));
+    }
+    let mut turns = q.analyze_turns.clone().unwrap_or_else(|| vec![q.moves.len()]);
+    turns.sort_unstable();
+    turns.dedup();
+    if let Some(&t) = turns.iter().find(|&&t| t > q.moves.len()) {
+        return Err(bad(
+            Some("analyzeTurns"),
+            format!("turn {t} is past the {} moves given", q.moves.len()),
+        ));
+    }
+    // Replay the moves, keeping the positions asked for.
+    let mut game = G::new_game(start, rules);
+    let mut tasks = Vec::new();
+    let mut errors = Vec::new();
+    let mut take = |turn: usize, game: &G, errors: &mut Vec<ErrorLine>| {
+        if let Some(o) = game.outcome() {
+            let mut e = ErrorLine::new(
+                Some(&q.id),
+                Some("analyzeTurns"),
+                format!("the game is over at turn {turn} ({o})"),
+            );
+            e.turn_number = Some(turn);
+            errors.push(e);
+        } else {
+            tasks.push(Task {
+                id: q.id.clone(),
+                turn,
+                game: game.clone(),
+                visits,
+                max_infos: q.max_move_infos,
+            });
+        }
+    };
+    let mut wanted = turns.iter().peekable();
+    for (k, text) in q.moves.iter().enumerate() {
+        if wanted.peek() == Some(&&k) {
+            wanted.next();
+            take(k, &game, &mut errors);
+        }
+        if game.outcome().is_some() {
+            return Err(bad(
+                Some("moves"),
+                format!("move {} ({text}): the game is already over", k + 1),
+            ));
+        }
+        let mv: Move = game
+            .parse_move(text)
+            .map_err(|e| bad(Some("moves"), format!("move {} ({text}): {e}", k + 1)))?;
+        game.play_checked(mv)
+            .map_err(|e| bad(Some("moves"), format!("move {} ({text}): {e}", k + 1)))?;
+    }
+    if wanted.peek().is_some() {
+        take(q.moves.len(), &game, &mut errors);
+    }
+    Ok((tasks, errors))
+}
+
+/// The answer of a finished search.
+fn answer<G: GameEnv>(task: &Task<G>, search: &Search<G>) -> Answer {
+    let tree = search.tree();
+    let root_q = tree.q(NodeId::ROOT).map_or(0.0, |q| -q);
+    let root_d = tree.draw_rate(NodeId::ROOT).unwrap_or(0.0);
+    let ranked = uci_search::ranked_root_moves(tree, &[], uci_search::halving_winner(search));
+    let moves = tree.moves(NodeId::ROOT);
+    let priors = tree.priors(NodeId::ROOT);
+    let mut infos = Vec::new();
+    for (order, &(m, child, visits)) in ranked.iter().enumerate() {
+        if visits == 0 && order > 0 {
+            break;
+        }
+        if task.max_infos.is_some_and(|n| infos.len() >= n) {
+            break;
+        }
+        let line = uci_search::line_from(tree, m, child, root_q);
+        let prior = moves.iter().position(|&x| x == m).map_or(0.0, |i| priors[i]);
+        infos.push(MoveInfo {
+            mv: m.to_string(),
+            order,
+            visits,
+            prior,
+            winrate: (1.0 + line.value) / 2.0,
+            q: line.value,
+            wdl: wdl(line.value, line.draw),
+            pv: line.moves.iter().map(|m| m.to_string()).collect(),
+        });
+    }
+    Answer {
+        id: task.id.clone(),
+        turn_number: task.turn,
+        is_during_search: false,
+        move_infos: infos,
+        root_info: RootInfo {
+            visits: tree.visits(NodeId::ROOT),
+            winrate: (1.0 + root_q) / 2.0,
+            value: root_q,
+            wdl: wdl(root_q, root_d),
+        },
+    }
+}
