@@ -29,19 +29,30 @@ fn tiny_net(name: &str) -> PathBuf {
 /// Sends `queries` (one line each) to `xqz analysis --net NET`, closes its input, and returns
 /// every line it wrote, parsed, after it exited successfully.
 fn analyse(net: &Path, queries: &[String]) -> Vec<Value> {
+    let mut input = Vec::new();
+    for q in queries {
+        writeln!(input, "{q}").unwrap();
+    }
+    analyse_bytes(net, &[], &input)
+}
+
+/// [`analyse`] with more arguments and raw input bytes.
+fn analyse_bytes(net: &Path, args: &[&str], input: &[u8]) -> Vec<Value> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_xqz"))
         .args(["analysis", "--net"])
         .arg(net)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    for q in queries {
-        writeln!(stdin, "{q}").unwrap();
-    }
-    drop(stdin);
+    let input = input.to_vec();
+    // Written on its own thread: the engine answers while it reads.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
     let lines: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
         .lines()
         .map(|l| {
@@ -49,6 +60,7 @@ fn analyse(net: &Path, queries: &[String]) -> Vec<Value> {
             serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))
         })
         .collect();
+    writer.join().unwrap();
     assert!(child.wait().unwrap().success());
     lines
 }
@@ -223,5 +235,67 @@ fn an_answer_is_what_xqz_uci_finds_with_the_same_net_and_visits() {
         assert!((aw[0].as_f64().unwrap() * 1000.0 - wdl[0] as f64).abs() <= 1.0, "{a}\n{info}");
         assert!((aw[2].as_f64().unwrap() * 1000.0 - wdl[2] as f64).abs() <= 1.0, "{a}\n{info}");
     }
+    let _ = std::fs::remove_dir_all(&net);
+}
+
+#[test]
+fn odd_lines_get_errors_naming_the_field_and_answers_do_not_depend_on_company() {
+    let net = tiny_net("odd");
+    let mut input = Vec::new();
+    input.extend_from_slice(b"{\"id\":\"utf\xff8\",\"maxVisits\":4}\n");
+    input.extend_from_slice(&vec![b'x'; 3 << 20]);
+    input.extend_from_slice(b"\n");
+    for line in [
+        json!({"id": "empty-turns", "analyzeTurns": []}),
+        json!({"id": "type", "maxVisits": "many"}),
+        json!({"id": "list", "moves": [1]}),
+        json!({"id": "too-many", "maxVisits": 5000}),
+        json!({"id": "float", "maxVisits": 8.0, "moves": ["h2e2"]}),
+    ] {
+        input.extend_from_slice(format!("{line}\n").as_bytes());
+    }
+    let lines = analyse_bytes(&net, &["--max-visits", "1000"], &input);
+    let by_id = |id: &str| lines.iter().find(|l| l["id"].as_str() == Some(id));
+    // Not UTF-8 and too long: an error each, with no id (none can be trusted).
+    let anonymous: Vec<&Value> = lines.iter().filter(|l| l.get("id").is_none()).collect();
+    assert_eq!(anonymous.len(), 2, "{lines:?}");
+    assert!(anonymous[0]["error"].as_str().unwrap().contains("UTF-8"), "{anonymous:?}");
+    assert!(anonymous[1]["error"].as_str().unwrap().contains("longer than"), "{anonymous:?}");
+    for (id, field) in [
+        ("empty-turns", "analyzeTurns"),
+        ("type", "maxVisits"),
+        ("list", "moves"),
+        ("too-many", "maxVisits"),
+    ] {
+        let e = by_id(id).unwrap_or_else(|| panic!("{id}: {lines:?}"));
+        assert_eq!(e["field"].as_str(), Some(field), "{e}");
+    }
+    // 8.0 is a whole number.
+    let a = by_id("float").unwrap();
+    assert!(a.get("error").is_none(), "{a}");
+    check_answer(a, &after(&["h2e2"]), 8);
+    assert_eq!(lines.len(), 2 + 5, "{lines:?}");
+
+    // The same 300 searches, all in flight (4 leaves each a round: 1,200 leaves a batch) or one
+    // at a time, give the same answers.
+    let opening = ["h2e2", "h9g7", "h0g2", "i9h9", "i0h0", "b9c7"];
+    let queries: Vec<String> = (0..300)
+        .map(|k| {
+            json!({"id": k.to_string(), "moves": &opening[..k % 7], "maxVisits": 12 + k % 5})
+                .to_string()
+        })
+        .collect();
+    let mut text = Vec::new();
+    for q in &queries {
+        writeln!(text, "{q}").unwrap();
+    }
+    let key = |mut v: Vec<Value>| {
+        v.sort_by_key(|a| a["id"].as_str().unwrap().parse::<u32>().unwrap());
+        v
+    };
+    let together = key(analyse_bytes(&net, &["--max-concurrent", "300"], &text));
+    let alone = key(analyse_bytes(&net, &["--max-concurrent", "1"], &text));
+    assert_eq!(together.len(), 300);
+    assert_eq!(together, alone);
     let _ = std::fs::remove_dir_all(&net);
 }

@@ -13,16 +13,21 @@
 //!   game's default).
 //! * `initialFen`: the start position (default: the game's start). `moves`: moves played from
 //!   it, in the engine's UCI text (`h2e2`; janggi's pass as `xqz uci` writes it).
-//! * `maxVisits`: simulations of each search (default `--visits`, 800; 1 to 16,777,216).
+//! * `maxVisits`: simulations of each search (default `--visits`, 800; at most `--max-visits`,
+//!   100,000 unless set: a search holds about 1.3 KB a visit). Whole numbers may be written
+//!   `3`, `3.0` or `3e2`.
 //! * `analyzeTurns`: which positions to analyse, as the number of `moves` played before them
-//!   (default: the last, after all of them); each gets its own answer.
+//!   (default: the last, after all of them; an empty list is an error); each gets its own
+//!   answer.
 //! * `maxMoveInfos`: at most this many candidate moves in an answer (default: every move the
 //!   search visited). This field is this engine's; KataGo has none.
 //!
 //! An unknown field, a value of the wrong type, an illegal move or a game the network does not
-//! play is answered by `{"id": ..., "error": "...", "field": ...}` (`field` where one is to
-//! blame; `id` where the line had one), and the engine reads on. A position where the game is
-//! already over gets an error with its `turnNumber`.
+//! play is answered by `{"id": ..., "error": "...", "field": ...}` (`field`: the one to blame;
+//! `id` where the line had one), and the engine reads on; so is a line that is no JSON, not
+//! UTF-8, or longer than 1 MiB (skipped without being held in memory). A position where the
+//! game is already over gets an error with its `turnNumber`. (A key given twice counts once,
+//! with its last value, as JSON parsers commonly read it.)
 //!
 //! # Answers
 //! ```json
@@ -43,18 +48,21 @@
 //! ([`crate::uci_search::SearchOptions`]); so an answer equals what `xqz uci --net NET` finds
 //! with `go nodes maxVisits` in the same position.
 //!
-//! Answers come in the order their searches end, not the order of the queries. When standard
-//! input closes, the queries already read are answered, then the engine exits.
+//! Answers come in the order their searches end, not the order of the queries. Every search
+//! gathers its full `virtual_loss_batch` of leaves each round, so an evaluation batch holds at
+//! most `--max-concurrent` times that many, and no answer depends on what else is in flight.
+//! When standard input closes, the queries already read are answered, then the engine exits
+//! (with status 1 if standard input could not be read).
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::thread;
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use xiangqi::{Game, Move, janggi};
 use xiangqi_nn::NnEvaluator;
@@ -62,13 +70,8 @@ use xiangqi_search::{
     Checked, Evaluator, GameEnv, GameKind, Lane, Lockstep, NodeId, Search, SearchConfig, game_rng,
 };
 
+use crate::uci::{self, LineRead};
 use crate::uci_search::{self, SearchOptions};
-
-/// The longest input line read (longer ones get an error and are skipped).
-const MAX_LINE: usize = 1 << 20;
-
-/// The most visits a query may ask for.
-const MAX_VISITS: u32 = 1 << 24;
 
 /// `xqz analysis`.
 #[derive(clap::Args, Debug)]
@@ -83,33 +86,82 @@ pub struct Args {
     /// Positions searched at once; their leaves share the network's batches.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     max_concurrent: u32,
-    /// Most leaves in one evaluation batch, all searches together.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
-    max_batch: u32,
     /// Visits of a query that names no `maxVisits`.
     #[arg(long, default_value_t = 800, value_parser = clap::value_parser!(u32).range(1..=(1 << 24)))]
     visits: u32,
+    /// The most visits a query may ask for (a search holds about 1.3 KB a visit: at the
+    /// default, up to 130 MB for each of the `--max-concurrent` searches).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..=(1 << 24)))]
+    max_visits: u32,
 }
 
 /// One query line, as read.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[derive(Debug, Default)]
 struct Query {
     id: String,
-    #[serde(default)]
     game: Option<String>,
-    #[serde(default)]
     rules: Option<String>,
-    #[serde(default)]
     initial_fen: Option<String>,
-    #[serde(default)]
     moves: Vec<String>,
-    #[serde(default)]
-    max_visits: Option<u32>,
-    #[serde(default)]
-    analyze_turns: Option<Vec<usize>>,
-    #[serde(default)]
-    max_move_infos: Option<usize>,
+    max_visits: Option<u64>,
+    analyze_turns: Option<Vec<u64>>,
+    max_move_infos: Option<u64>,
+}
+
+/// The fields a query may have.
+const FIELDS: [&str; 8] =
+    ["id", "game", "rules", "initialFen", "moves", "maxVisits", "analyzeTurns", "maxMoveInfos"];
+
+/// A JSON number that is a whole number ≥ 0 (`3`, `3.0`, `3e2`), as u64.
+fn whole(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64().filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x <= 9.0e15).map(|x| x as u64)
+    })
+}
+
+impl Query {
+    /// Reads the fields of a JSON object, naming the field of the first bad one.
+    fn read(object: &serde_json::Map<String, Value>) -> Result<Query, (&'static str, String)> {
+        let mut q = Query::default();
+        for (key, v) in object {
+            let Some(&field) = FIELDS.iter().find(|f| **f == key) else {
+                let shown: String = key.chars().take(60).collect();
+                return Err((
+                    "",
+                    format!("unknown field '{shown}'; the fields are {}", FIELDS.join(", ")),
+                ));
+            };
+            let string = || {
+                v.as_str().map(str::to_string).ok_or((field, format!("{field} must be a string")))
+            };
+            let number = || whole(v).ok_or((field, format!("{field} must be a whole number")));
+            match field {
+                "id" => q.id = string()?,
+                "game" => q.game = Some(string()?),
+                "rules" => q.rules = Some(string()?),
+                "initialFen" => q.initial_fen = Some(string()?),
+                "moves" => {
+                    let list =
+                        v.as_array().ok_or((field, "moves must be a list of strings".into()))?;
+                    q.moves = list
+                        .iter()
+                        .map(|m| m.as_str().map(str::to_string))
+                        .collect::<Option<_>>()
+                        .ok_or((field, "moves must be a list of strings".into()))?;
+                }
+                "maxVisits" => q.max_visits = Some(number()?),
+                "analyzeTurns" => {
+                    let bad =
+                        || (field, "analyzeTurns must be a list of whole numbers".to_string());
+                    let list = v.as_array().ok_or_else(bad)?;
+                    q.analyze_turns =
+                        Some(list.iter().map(whole).collect::<Option<_>>().ok_or_else(bad)?);
+                }
+                _ => q.max_move_infos = Some(number()?),
+            }
+        }
+        Ok(q)
+    }
 }
 
 /// A bad query (or a bad turn of one), as its error line says it.
@@ -228,34 +280,40 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Standard input's lines, read on their own thread (`Err`: a line too long, or unreadable).
-fn read_lines() -> Receiver<Result<String, String>> {
+/// What the reader thread passes on: a line, or why one was refused or reading stopped.
+enum Input {
+    Line(String),
+    /// A line refused (too long, not UTF-8): answered with an error line, reading goes on.
+    Refused(String),
+    /// Standard input could not be read: the queries read so far are answered, then the engine
+    /// exits with an error.
+    Failed(String),
+}
+
+/// Standard input's lines, read on their own thread, as `xqz uci` reads them (at most
+/// [`uci::MAX_LINE`] bytes with the line break; the rest of a longer line is read and dropped in
+/// pieces, never held).
+fn read_lines() -> Receiver<Input> {
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let stdin = io::stdin();
         let mut input = stdin.lock();
         let mut buf = Vec::new();
         loop {
-            buf.clear();
-            let n = match input.by_ref().take(MAX_LINE as u64).read_until(b'\n', &mut buf) {
-                Ok(n) => n,
-                Err(e) => {
-                    let _ = tx.send(Err(format!("cannot read standard input: {e}")));
-                    return;
-                }
+            let item = match uci::read_line(&mut input, &mut buf) {
+                Ok(LineRead::Eof) => return,
+                Ok(LineRead::TooLong) => Input::Refused(format!(
+                    "an input line longer than {} bytes was skipped",
+                    uci::MAX_LINE
+                )),
+                Ok(LineRead::Line) => match std::str::from_utf8(&buf) {
+                    Ok(text) => Input::Line(text.trim().to_string()),
+                    Err(e) => Input::Refused(format!("an input line is not UTF-8: {e}")),
+                },
+                Err(e) => Input::Failed(format!("cannot read standard input: {e}")),
             };
-            if n == 0 {
-                return;
-            }
-            let line = if buf.last() == Some(&b'\n') || n < MAX_LINE {
-                Ok(String::from_utf8_lossy(&buf).trim().to_string())
-            } else {
-                // Skip the rest of the line.
-                let mut rest = Vec::new();
-                let _ = input.read_until(b'\n', &mut rest);
-                Err(format!("input line longer than {MAX_LINE} bytes skipped"))
-            };
-            if tx.send(line).is_err() {
+            let failed = matches!(item, Input::Failed(_));
+            if tx.send(item).is_err() || failed {
                 return;
             }
         }
@@ -275,14 +333,18 @@ fn serve<G: GameEnv>(
     args: &Args,
     mut evaluator: NnEvaluator,
     net_search: Option<&SearchConfig>,
-    lines: Receiver<Result<String, String>>,
+    lines: Receiver<Input>,
     mut out: impl Write,
 ) -> anyhow::Result<ExitCode> {
+    let mut input_failed = false;
     let mut queue: VecDeque<Task<G>> = VecDeque::new();
     let batch_of = |c: &Checked<SearchConfig>| (c.virtual_loss_batch as usize).max(1);
     let mut slots: Vec<Slot<G>> =
         (0..args.max_concurrent).map(|_| Slot { running: None, batch: 1 }).collect();
-    let mut driver = Lockstep::<G>::new(1, args.max_batch as usize);
+    // Each search gathers its full `virtual_loss_batch` every round, as `xqz uci` does, so that
+    // its answer is the same whatever else is in flight: a batch holds at most
+    // `--max-concurrent` times that many leaves.
+    let mut driver = Lockstep::<G>::new(1, usize::MAX);
     let mut open = true;
     loop {
         // Read what has come; wait for input only when nothing is searching.
@@ -307,8 +369,8 @@ fn serve<G: GameEnv>(
                 }
             };
             match line {
-                Ok(text) if text.is_empty() => continue,
-                Ok(text) => match tasks_of::<G>(&text, args.visits) {
+                Input::Line(text) if text.is_empty() => continue,
+                Input::Line(text) => match tasks_of::<G>(&text, args) {
                     Ok((tasks, errors)) => {
                         // A turn that cannot be analysed is answered at once; the others
                         // are searched.
@@ -319,7 +381,11 @@ fn serve<G: GameEnv>(
                     }
                     Err(e) => emit(&mut out, &e)?,
                 },
-                Err(e) => emit(&mut out, &ErrorLine::new(None, None, e))?,
+                Input::Refused(e) => emit(&mut out, &ErrorLine::new(None, None, e))?,
+                Input::Failed(e) => {
+                    emit(&mut out, &ErrorLine::new(None, None, e))?;
+                    input_failed = true;
+                }
             }
             if !busy {
                 break;
@@ -343,7 +409,7 @@ fn serve<G: GameEnv>(
             if open || !queue.is_empty() {
                 continue;
             }
-            return Ok(ExitCode::SUCCESS);
+            return Ok(if input_failed { ExitCode::FAILURE } else { ExitCode::SUCCESS });
         }
         if let Err(e) =
             driver.evaluate(&slots, |_, requests, answers| evaluator.evaluate(requests, answers))
@@ -374,23 +440,22 @@ fn serve<G: GameEnv>(
 /// query's error.
 fn tasks_of<G: GameEnv>(
     text: &str,
-    default_visits: u32,
+    args: &Args,
 ) -> Result<(Vec<Task<G>>, Vec<ErrorLine>), ErrorLine> {
     let value: Value = serde_json::from_str(text)
         .map_err(|e| ErrorLine::new(None, None, format!("not JSON: {e}")))?;
     let id = value.get("id").and_then(Value::as_str).map(str::to_string);
     let bad = |field: Option<&str>, e: String| ErrorLine::new(id.as_deref(), field, e);
-    if !value.is_object() {
+    let Some(object) = value.as_object() else {
         return Err(bad(None, "a query is a JSON object".into()));
-    }
+    };
     if id.is_none() {
         return Err(bad(Some("id"), "a query needs an \"id\", a string".into()));
     }
-    let q: Query = serde_json::from_value(value).map_err(|e| {
-        // serde names the field it refuses between backticks: `bogus`.
-        let text = e.to_string();
-        let field = text.split('`').nth(1).filter(|_| text.starts_with("unknown field"));
-        bad(field, text.clone())
+    let q = Query::read(object).map_err(|(field, e)| {
+        // An unknown field is to blame by its own name.
+        let unknown = e.starts_with("unknown field").then(|| e.split('\'').nth(1)).flatten();
+        bad(unknown.or((!field.is_empty()).then_some(field)), e.clone())
     })?;
     if let Some(name) = &q.game {
         let g: GameKind = name.parse().map_err(|e| bad(Some("game"), format!("{e}")))?;
@@ -410,17 +475,26 @@ fn tasks_of<G: GameEnv>(
             G::position_from_fen(fen, rules).map_err(|e| bad(Some("initialFen"), e.to_string()))?
         }
     };
-    let visits = q.max_visits.unwrap_or(default_visits);
-    if !(1..=MAX_VISITS).contains(&visits) {
-        return Err(bad(Some("maxVisits"), format!("{visits} is not between 1 and {MAX_VISITS}")));
+    let visits = q.max_visits.unwrap_or(u64::from(args.visits));
+    let most = args.max_visits;
+    if !(1..=u64::from(most)).contains(&visits) {
+        return Err(bad(
+            Some("maxVisits"),
+            format!("{visits} is not between 1 and {most} (this engine's --max-visits)"),
+        ));
     }
+    let visits = visits as u32;
     if q.max_move_infos == Some(0) {
         return Err(bad(Some("maxMoveInfos"), "must be at least 1".into()));
     }
-    let mut turns = q.analyze_turns.clone().unwrap_or_else(|| vec![q.moves.len()]);
+    let max_infos = q.max_move_infos.map(|n| n.min(usize::MAX as u64) as usize);
+    let mut turns: Vec<u64> = q.analyze_turns.clone().unwrap_or_else(|| vec![q.moves.len() as u64]);
+    if turns.is_empty() {
+        return Err(bad(Some("analyzeTurns"), "is empty: no position to analyse".into()));
+    }
     turns.sort_unstable();
     turns.dedup();
-    if let Some(&t) = turns.iter().find(|&&t| t > q.moves.len()) {
+    if let Some(&t) = turns.iter().find(|&&t| t > q.moves.len() as u64) {
         return Err(bad(
             Some("analyzeTurns"),
             format!("turn {t} is past the {} moves given", q.moves.len()),
@@ -440,18 +514,12 @@ fn tasks_of<G: GameEnv>(
             e.turn_number = Some(turn);
             errors.push(e);
         } else {
-            tasks.push(Task {
-                id: q.id.clone(),
-                turn,
-                game: game.clone(),
-                visits,
-                max_infos: q.max_move_infos,
-            });
+            tasks.push(Task { id: q.id.clone(), turn, game: game.clone(), visits, max_infos });
         }
     };
     let mut wanted = turns.iter().peekable();
     for (k, text) in q.moves.iter().enumerate() {
-        if wanted.peek() == Some(&&k) {
+        if wanted.peek() == Some(&&(k as u64)) {
             wanted.next();
             take(k, &game, &mut errors);
         }

@@ -82,20 +82,21 @@ fn settle_game(config: &mut RunConfig, text: &str, origin: &str) -> anyhow::Resu
     // Parsed once already: which keys the file wrote is what decides.
     let places: GamePlaces = toml::from_str(text).map_err(|e| anyhow!("{origin}: {e}"))?;
     let old = places.selfplay.unwrap_or_default();
-    let mut moved = Vec::new();
+    let (mut moved, mut again) = (Vec::new(), Vec::new());
     for (key, top, value) in
         [("game", &places.game, &old.game), ("rules", &places.rules, &old.rules)]
     {
         let Some(value) = value else { continue };
         // Compared as the game and the rule set read them (`Janggi` is `janggi`).
         let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
-        if let Some(top) = top.as_ref().filter(|top| !same(top, value)) {
-            anyhow::bail!(
+        match top {
+            Some(top) if !same(top, value) => anyhow::bail!(
                 "{origin}: {key} is named twice, '{top}' at the top of the file and '{value}' \
                  in [selfplay] (the old place): keep the top one"
-            );
+            ),
+            Some(_) => again.push(key),
+            None => moved.push(format!("{key} = \"{}\"", value.trim())),
         }
-        moved.push(format!("{key} = \"{value}\""));
     }
     if !moved.is_empty() {
         errln!(
@@ -103,6 +104,15 @@ fn settle_game(config: &mut RunConfig, text: &str, origin: &str) -> anyhow::Resu
              write {} at the top of the file, before any section",
             moved.join(" and ")
         );
+    }
+    if !again.is_empty() {
+        errln!(
+            "note: {origin}: [selfplay] names {} again, as the top of the file does (the old \
+             place): remove it from [selfplay]",
+            again.join(" and ")
+        );
+    }
+    if !moved.is_empty() || !again.is_empty() {
         if places.game.is_none() {
             config.game = config.selfplay.game;
         }

@@ -79,7 +79,7 @@ pub const NO_NETWORK: &str = "no network loaded: searching with uniform priors a
                               setoption name NetPath value DIR";
 
 /// Longest input line accepted.
-const MAX_LINE: usize = 1 << 20;
+pub(crate) const MAX_LINE: usize = 1 << 20;
 
 /// Arguments of `xqz uci`.
 #[derive(clap::Args)]
@@ -582,8 +582,10 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                 number().and_then(|v| self.set_search_option(&name, |o| o.gumbel_c_scale = Some(v)))
             }
             "gumbelconsideredmoves" => match value.trim().parse::<u32>() {
-                Ok(m) => self.set_search_option(&name, |o| o.gumbel_considered_moves = Some(m)),
-                Err(_) => Err(format!("option {name}: '{value}' is not a whole number")),
+                Ok(m) if (1..=1024).contains(&m) => {
+                    self.set_search_option(&name, |o| o.gumbel_considered_moves = Some(m))
+                }
+                _ => Err(format!("option {name}: '{value}' is not a whole number in 1..=1024")),
             },
             "wincheck" => {
                 let w = match value.trim().to_ascii_lowercase().as_str() {
@@ -852,7 +854,9 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         let mut root = self.game.clone();
         if root.outcome().is_some() && G::position_legal_moves(root.position()).is_empty() {
             if dialect == Dialect::Uci {
-                self.out.line("info depth 0 score mate 0");
+                // No legal move: the side to move has lost.
+                let wdl = if self.options.show_wdl { " wdl 0 0 1000" } else { "" };
+                self.out.line(&format!("info depth 0 score mate 0{wdl}"));
             }
             self.out.line(no_move());
             return;
@@ -920,6 +924,12 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         let max_nodes = (hash / uci_search::bytes_per_node::<G>(root.moves().len())).max(64);
         // Gumbel needs its budget beforehand: a search until `stop` is PUCT.
         let budget = if go.infinite || go.ponder { None } else { simulations };
+        if budget.is_none() && self.options.search.algorithm == Some(Algorithm::Gumbel) {
+            self.info(
+                "Algorithm gumbel needs a node budget (go nodes, depth, or none of movetime, \
+                 clocks, infinite, ponder): this search is PUCT",
+            );
+        }
         let net = self.net_search();
         let search = match self.options.search.settings(net.as_ref(), budget) {
             Ok(search) => search,
@@ -1056,7 +1066,7 @@ fn gui_fen<G: GameEnv>(game: &G, base: Option<(u32, u32)>) -> String {
 }
 
 /// What reading one line found.
-enum LineRead {
+pub(crate) enum LineRead {
     Line,
     TooLong,
     Eof,
@@ -1064,7 +1074,7 @@ enum LineRead {
 
 /// Reads one line into `buf` (without its end), at most [`MAX_LINE`] bytes; a longer line is
 /// skipped to its end.
-fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<LineRead> {
+pub(crate) fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<LineRead> {
     buf.clear();
     let n = r.by_ref().take(MAX_LINE as u64).read_until(b'\n', buf)?;
     if n == 0 {

@@ -111,7 +111,7 @@ pub fn bytes_per_node<G: GameEnv>(history: usize) -> usize {
 /// The simulation budgets up to which `Algorithm auto` plays the Gumbel search (sequential
 /// halving from 16 considered moves); larger budgets, and searches limited by time alone, play
 /// PUCT. Measured with the recorded main-job net (`experiments/2026-12-03-engine-search/`).
-pub const AUTO_GUMBEL_UP_TO: u64 = 800;
+pub const AUTO_GUMBEL_UP_TO: u64 = 128;
 
 /// The engine's search options (`Algorithm`, `CPuct`, `FpuReduction`,
 /// `GumbelConsideredMoves`, `GumbelCVisit`, `GumbelCScale`, `WinCheck`): each `None` until set,

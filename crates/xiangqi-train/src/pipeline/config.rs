@@ -324,6 +324,10 @@ impl RunConfig {
     /// # Errors
     /// A [`ConfigError`] naming the first bad key and why.
     pub fn check(mut self) -> Result<CheckedRunConfig, ConfigError> {
+        // Rule-set names are read as the games read them: case and spaces aside.
+        let canonical = |r: &Option<String>| r.as_ref().map(|r| r.trim().to_ascii_lowercase());
+        self.rules = canonical(&self.rules);
+        self.selfplay.rules = canonical(&self.selfplay.rules);
         if let Some(name) = &self.rules {
             self.game
                 .check_rule_name(name)
