@@ -10,6 +10,8 @@
 //!                      policy index → move table, and a test vector (the start position's
 //!                      planes and the net's logits for them): what another framework needs to
 //!                      run the net and check that it runs it right
+//!   model.onnx         the same net as an ONNX graph, batch norm folded, dynamic batch
+//!                      ([`crate::onnx`]): for ONNX Runtime and other runtimes
 //! ```
 //!
 //! The directory is a weights-only checkpoint ([`crate::checkpoint::load_net`] and
@@ -52,6 +54,7 @@ use crate::checkpoint::{self, CheckpointError, MANIFEST, MODEL_FILE, Manifest};
 use crate::config::NetConfig;
 use crate::infer::to_vec;
 use crate::model::{ConvBn, Net};
+use crate::onnx::ONNX_FILE;
 
 /// The safetensors file of an export.
 pub const SAFETENSORS_FILE: &str = "model.safetensors";
@@ -136,10 +139,10 @@ fn visit(net: &mut Net, f: &mut Visitor<'_>) -> Result<(), String> {
 }
 
 /// A tensor in the export's layout: name, shape, row-major values.
-struct HostTensor {
-    name: String,
-    shape: Vec<usize>,
-    values: Vec<f32>,
+pub(crate) struct HostTensor {
+    pub(crate) name: String,
+    pub(crate) shape: Vec<usize>,
+    pub(crate) values: Vec<f32>,
     trainable: bool,
 }
 
@@ -337,6 +340,14 @@ fn description(
             "shape": ["batch", 3],
             "meaning": "logits of win, draw, loss for the side to move; value = P(win) - P(loss) in [-1, 1]",
         },
+        "onnx": {
+            "file": ONNX_FILE,
+            "opset": crate::onnx::OPSET,
+            "input": "planes",
+            "outputs": ["policy", "wdl"],
+            "batch_norm": "folded into the convolutions",
+            "batch": "dynamic (dimension 'batch')",
+        },
         "tensor_order": order,
         "tensors": shapes,
         "test_vector": facts.test_vector,
@@ -409,6 +420,7 @@ pub fn export_net(
     let tensors = host_tensors(net).map_err(serialize_err("the weights"))?;
     let safetensors = safetensors_bytes(&tensors, net.config(), &net.encoding)?;
     let json = description(net, &tensors, source)?;
+    let onnx = crate::onnx::model_bytes(net, &tensors).map_err(serialize_err("the ONNX graph"))?;
     let mut manifest = Manifest::new(net.config(), &net.encoding);
     manifest.step = source.step;
     manifest.samples = source.samples;
@@ -419,10 +431,15 @@ pub fn export_net(
     checkpoint::write_atomically(
         out,
         manifest,
-        &[(MODEL_FILE, &model), (SAFETENSORS_FILE, &safetensors), (DESCRIPTION_FILE, &json)],
+        &[
+            (MODEL_FILE, &model),
+            (SAFETENSORS_FILE, &safetensors),
+            (DESCRIPTION_FILE, &json),
+            (ONNX_FILE, &onnx),
+        ],
     )?;
     let mut files = Vec::new();
-    for name in [MANIFEST, MODEL_FILE, SAFETENSORS_FILE, DESCRIPTION_FILE] {
+    for name in [MANIFEST, MODEL_FILE, SAFETENSORS_FILE, DESCRIPTION_FILE, ONNX_FILE] {
         let path = out.join(name);
         let size =
             fs::metadata(&path).map_err(|source| CheckpointError::Io { path, source })?.len();

@@ -55,6 +55,7 @@ pub mod export;
 pub mod infer;
 pub mod kernels;
 pub mod model;
+pub mod onnx;
 pub mod train;
 
 pub use burn::tensor::Device;

@@ -33,8 +33,13 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 /// A net whose batch normalisations are not the identity (as after training), so that an
 /// export that dropped or mixed up γ, β, μ or σ² would change the outputs.
 fn trained_looking_net(config: &NetConfig, seed: u64) -> Net {
+    trained_looking_net_of::<xiangqi::Game>(config, seed)
+}
+
+/// [`trained_looking_net`] for game `G`.
+fn trained_looking_net_of<G: xiangqi_search::GameEnv>(config: &NetConfig, seed: u64) -> Net {
     let device = cpu_device();
-    let mut net = Net::seeded::<xiangqi::Game>(config, &device, seed);
+    let mut net = Net::seeded::<G>(config, &device, seed);
     let mut k = seed;
     let mut bn = |b: &mut burn::nn::BatchNorm| {
         let n = b.gamma.val().dims()[0];
@@ -122,7 +127,8 @@ fn an_export_reloads_to_the_same_policy_and_value_both_ways() {
         let (from_checkpoint, manifest) = checkpoint::load_net(&source, None, &device).unwrap();
         let out = temp_dir(&format!("out-{i}"));
         let summary = export::export_net(&from_checkpoint, &manifest, &out).unwrap();
-        assert_eq!(summary.files.len(), 4);
+        // manifest.toml, model.bpk, model.safetensors, model.json, model.onnx.
+        assert_eq!(summary.files.len(), 5);
 
         let (policy, wdl) = outputs(&from_checkpoint);
         // The export is a weights-only checkpoint: it verifies, and plays as the source does.
@@ -278,5 +284,93 @@ fn exports_never_overwrite_other_directories_and_damage_is_refused() {
     assert!(checkpoint::verify(&out, None).is_err());
     for d in [src, other, out, training] {
         let _ = fs::remove_dir_all(d);
+    }
+}
+
+/// The Python that runs `tools/check_onnx.py` (`XQZ_PYTHON`, default `python3`), if it has numpy
+/// and onnxruntime; `None` (the test then says it skipped) unless `XQZ_REQUIRE_ONNX` is set,
+/// as `.ci/run` sets it.
+fn onnx_python() -> Option<String> {
+    let python = std::env::var("XQZ_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import numpy, onnxruntime"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("XQZ_REQUIRE_ONNX").is_none(),
+        "XQZ_REQUIRE_ONNX is set but {python} cannot import numpy and onnxruntime"
+    );
+    eprintln!("skipped: {python} cannot import numpy and onnxruntime (set XQZ_PYTHON)");
+    None
+}
+
+/// Planes of positions of game `G`: the start and the positions along a line of its first
+/// legal moves, then sparse random planes (any 0/1 pattern is a valid input of the graph).
+fn onnx_cases<G: xiangqi_search::GameEnv>(net: &Net) -> (Vec<f32>, usize) {
+    let size = net.encoding.input_size();
+    let mut planes = Vec::new();
+    let mut game = G::new_game(G::start_position(G::default_rules()), G::default_rules());
+    let mut buf = vec![0.0; size];
+    for ply in 0..6 {
+        game.encode_planes(&mut buf);
+        planes.extend_from_slice(&buf);
+        let moves = game.legal_moves_vec();
+        game.play(moves[(ply * 7) % moves.len()]);
+    }
+    let sparse = values(10 * size, 99);
+    planes.extend(sparse.iter().map(|&v| if v > 0.44 { 1.0 } else { 0.0 }));
+    (planes, 16)
+}
+
+#[test]
+fn the_onnx_export_runs_in_onnx_runtime_as_the_evaluator_does() {
+    let Some(python) = onnx_python() else { return };
+    let device = cpu_device();
+    let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/check_onnx.py");
+    for (game, janggi) in [("xiangqi", false), ("janggi", true)] {
+        for (i, config) in configs().into_iter().enumerate() {
+            let net = if janggi {
+                trained_looking_net_of::<xiangqi::janggi::Game>(&config, 40 + i as u64)
+            } else {
+                trained_looking_net_of::<xiangqi::Game>(&config, 40 + i as u64)
+            };
+            let out = temp_dir(&format!("onnx-{game}-{i}"));
+            let manifest = checkpoint::Manifest::new(&config, &net.encoding);
+            export::export_net(&net, &manifest, &out).unwrap();
+            // What xqz's own evaluator (the folded net on the CPU kernels) computes.
+            let (planes, n) = if janggi {
+                onnx_cases::<xiangqi::janggi::Game>(&net)
+            } else {
+                onnx_cases::<xiangqi::Game>(&net)
+            };
+            let folded = xiangqi_nn::InferenceNet::from_net(&net, &device).unwrap();
+            let logits = folded.predict(planes.clone()).unwrap();
+            assert_eq!(logits.batch, n);
+            let cases = serde_json::json!({
+                "shape": [n, net.encoding.planes, PLANE_RANKS, PLANE_FILES],
+                "planes": planes,
+                "policy": logits.policy,
+                "wdl": logits.wdl,
+            });
+            let cases_path = out.join("cases.json");
+            fs::write(&cases_path, serde_json::to_vec(&cases).unwrap()).unwrap();
+            let o = std::process::Command::new(&python)
+                .arg(&tool)
+                .arg(&out)
+                .arg(&cases_path)
+                .output()
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(o.status.success(), "{game} {config:?}: {text}");
+            assert!(text.contains("16 positions in one batch") && text.ends_with("ok\n"), "{text}");
+            let _ = fs::remove_dir_all(&out);
+        }
     }
 }
