@@ -5,8 +5,8 @@ positions searched one after another by `xqz uci`, with the same net, visits and
 Usage: analysis_bench.py XQZ NET [VISITS] [POSITIONS]   (defaults 800, 64)
 
 The positions are the start and the lines that the net's own analysis of the start position
-names: every visited first move (ply 1), then two- and three-ply prefixes of their principal
-variations, until POSITIONS distinct ones are in hand.
+names: every visited first move (ply 1), then longer prefixes of their principal variations
+(up to 11 plies), until POSITIONS distinct ones are in hand.
 """
 import json
 import subprocess
@@ -37,7 +37,7 @@ def positions(xqz, net, count):
     answers, _ = analysis_lines(xqz, net, [{"id": "start", "maxVisits": 800}])
     found = [[]]
     pvs = [info["pv"] for info in answers[0]["moveInfos"]]
-    for length in (1, 2, 3, 4):
+    for length in range(1, 12):
         for pv in pvs:
             line = pv[:length]
             if len(line) == length and line not in found:

@@ -54,7 +54,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use xiangqi::{Game, Move, Outcome, janggi};
-use xiangqi_search::{Algorithm, Evaluator, GameEnv, GameKind, SearchConfig, SearchGame, WinCheck};
+use xiangqi_search::{Evaluator, GameEnv, GameKind, SearchConfig, SearchGame};
 
 use crate::uci_search::{self, Controls, Dialect, Job, Output, SearchOptions};
 
@@ -365,41 +365,6 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         let rules_vars: String = G::KIND.rule_names().iter().map(|r| format!(" var {r}")).collect();
         let offered: &[GameKind] = if self.fixed_game { &[G::KIND] } else { &GameKind::ALL };
         let variants: String = offered.iter().map(|g| format!(" var {g}")).collect();
-        let win_check = |w: WinCheck| match w {
-            WinCheck::Off => "off",
-            WinCheck::Root => "root",
-            WinCheck::Tree => "tree",
-        };
-        let search_lines = |ucci: bool| {
-            let name = |n: &str| if ucci { n.to_ascii_lowercase() } else { n.to_string() };
-            let line = |n: &str, rest: String| {
-                format!("option {}{} {rest}", if ucci { "" } else { "name " }, name(n))
-            };
-            let combo = |vars: &[&str], default: &str| {
-                let vars: String = vars.iter().map(|v| format!(" var {v}")).collect();
-                if ucci {
-                    format!("type combo{vars} default {default}")
-                } else {
-                    format!("type combo default {default}{vars}")
-                }
-            };
-            let spin = |default: u32, max: u32| {
-                if ucci {
-                    format!("type spin min 1 max {max} default {default}")
-                } else {
-                    format!("type spin default {default} min 1 max {max}")
-                }
-            };
-            vec![
-                line("Algorithm", combo(&["auto", "puct", "gumbel"], "auto")),
-                line("CPuct", format!("type string default {}", base.c_puct)),
-                line("FpuReduction", format!("type string default {}", base.fpu_reduction)),
-                line("GumbelConsideredMoves", spin(base.gumbel_considered_moves, 1024)),
-                line("GumbelCVisit", format!("type string default {}", base.gumbel_c_visit)),
-                line("GumbelCScale", format!("type string default {}", base.gumbel_c_scale)),
-                line("WinCheck", combo(&["off", "root", "tree"], win_check(base.win_check))),
-            ]
-        };
         match dialect {
             Dialect::Uci => {
                 for line in [
@@ -419,7 +384,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                     "option name UCI_ShowWDL type check default true".to_string(),
                 ]
                 .into_iter()
-                .chain(search_lines(false))
+                .chain(SearchOptions::option_lines(&base, Dialect::Uci))
                 {
                     self.out.line(&line);
                 }
@@ -445,7 +410,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                     format!("option rules type combo{rules_vars} default {}", defaults.rules),
                 ]
                 .into_iter()
-                .chain(search_lines(true))
+                .chain(SearchOptions::option_lines(&base, Dialect::Ucci))
                 {
                     self.out.line(&line);
                 }
@@ -479,13 +444,10 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             return;
         }
         let key = name.to_ascii_lowercase();
-        let number = || -> Result<f32, String> {
-            value
-                .trim()
-                .parse::<f32>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| format!("option {name}: '{value}' is not a number"))
+        let check = |v: &str| match v.trim().to_ascii_lowercase().as_str() {
+            "true" | "on" => Ok(true),
+            "false" | "off" => Ok(false),
+            _ => Err(format!("option {name}: '{value}' is not true or false")),
         };
         let spin = |max: u64| -> Result<u64, String> {
             value.trim().parse::<u64>().ok().filter(|v| (1..=max).contains(v)).ok_or_else(|| {
@@ -540,61 +502,11 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                 )),
                 Err(e) => Err(format!("option UCI_Variant: {e}")),
             },
-            "usemillisec" => match value.trim().to_ascii_lowercase().as_str() {
-                "true" | "on" => {
-                    self.options.usemillisec = true;
-                    Ok(())
-                }
-                "false" | "off" => {
-                    self.options.usemillisec = false;
-                    Ok(())
-                }
-                _ => Err(format!("option usemillisec: '{value}' is not true or false")),
-            },
-            "uci_showwdl" => match value.trim().to_ascii_lowercase().as_str() {
-                "true" | "on" => {
-                    self.options.show_wdl = true;
-                    Ok(())
-                }
-                "false" | "off" => {
-                    self.options.show_wdl = false;
-                    Ok(())
-                }
-                _ => Err(format!("option UCI_ShowWDL: '{value}' is not true or false")),
-            },
-            "algorithm" => {
-                let algorithm = match value.trim().to_ascii_lowercase().as_str() {
-                    "auto" => Ok(None),
-                    "puct" => Ok(Some(Algorithm::Puct)),
-                    "gumbel" => Ok(Some(Algorithm::Gumbel)),
-                    _ => Err(format!("option Algorithm: '{value}' is not auto, puct or gumbel")),
-                };
-                algorithm.map(|a| self.options.search.algorithm = a)
-            }
-            "cpuct" => number().and_then(|v| self.set_search_option(&name, |o| o.c_puct = Some(v))),
-            "fpureduction" => {
-                number().and_then(|v| self.set_search_option(&name, |o| o.fpu_reduction = Some(v)))
-            }
-            "gumbelcvisit" => {
-                number().and_then(|v| self.set_search_option(&name, |o| o.gumbel_c_visit = Some(v)))
-            }
-            "gumbelcscale" => {
-                number().and_then(|v| self.set_search_option(&name, |o| o.gumbel_c_scale = Some(v)))
-            }
-            "gumbelconsideredmoves" => match value.trim().parse::<u32>() {
-                Ok(m) if (1..=1024).contains(&m) => {
-                    self.set_search_option(&name, |o| o.gumbel_considered_moves = Some(m))
-                }
-                _ => Err(format!("option {name}: '{value}' is not a whole number in 1..=1024")),
-            },
-            "wincheck" => {
-                let w = match value.trim().to_ascii_lowercase().as_str() {
-                    "off" => Ok(WinCheck::Off),
-                    "root" => Ok(WinCheck::Root),
-                    "tree" => Ok(WinCheck::Tree),
-                    _ => Err(format!("option WinCheck: '{value}' is not off, root or tree")),
-                };
-                w.map(|w| self.options.search.win_check = Some(w))
+            "usemillisec" => check(&value).map(|v| self.options.usemillisec = v),
+            "uci_showwdl" => check(&value).map(|v| self.options.show_wdl = v),
+            k if SearchOptions::NAMES.contains(&k) => {
+                let net = self.net_search();
+                self.options.search.set(k, &name, &value, net.as_ref())
             }
             // Sent by some GUIs to every engine; nothing to do.
             "ponder" | "newgame" => Ok(()),
@@ -606,21 +518,6 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         if let Err(e) = result {
             self.info(&e);
         }
-    }
-
-    /// Changes a search option with `change`, kept only if the settings it makes (over the
-    /// network's) pass their checks.
-    fn set_search_option(
-        &mut self,
-        name: &str,
-        change: impl FnOnce(&mut SearchOptions),
-    ) -> Result<(), String> {
-        let mut trial = self.options.search.clone();
-        change(&mut trial);
-        let net = self.net_search();
-        trial.settings(net.as_ref(), Some(1)).map_err(|e| format!("option {name}: {e}"))?;
-        self.options.search = trial;
-        Ok(())
     }
 
     /// Replays the current game under the current rules (after `Rules` changes).
@@ -924,21 +821,11 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         let max_nodes = (hash / uci_search::bytes_per_node::<G>(root.moves().len())).max(64);
         // Gumbel needs its budget beforehand: a search until `stop` is PUCT.
         let budget = if go.infinite || go.ponder { None } else { simulations };
-        if budget.is_none() && self.options.search.algorithm == Some(Algorithm::Gumbel) {
-            self.info(
-                "Algorithm gumbel needs a node budget (go nodes, depth, or none of movetime, \
-                 clocks, infinite, ponder): this search is PUCT",
-            );
-        }
         let net = self.net_search();
-        let search = match self.options.search.settings(net.as_ref(), budget) {
-            Ok(search) => search,
-            Err(e) => {
-                self.info(&format!("search settings: {e}; searching with the built-in defaults"));
-                let defaults = SearchOptions::default().settings(None, budget);
-                defaults.unwrap_or_default()
-            }
-        };
+        let (search, notes) = self.options.search.for_search(net.as_ref(), budget);
+        for note in notes {
+            self.info(&note);
+        }
         let job = Job {
             game: root,
             search,

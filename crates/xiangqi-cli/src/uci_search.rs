@@ -113,6 +113,9 @@ pub fn bytes_per_node<G: GameEnv>(history: usize) -> usize {
 /// PUCT. Measured with the recorded main-job net (`experiments/2026-12-03-engine-search/`).
 pub const AUTO_GUMBEL_UP_TO: u64 = 128;
 
+/// The most moves a Gumbel search may consider (`GumbelConsideredMoves`).
+pub const MAX_CONSIDERED_MOVES: u32 = 1024;
+
 /// The engine's search options (`Algorithm`, `CPuct`, `FpuReduction`,
 /// `GumbelConsideredMoves`, `GumbelCVisit`, `GumbelCScale`, `WinCheck`): each `None` until set,
 /// leaving the network's recorded `[search]` value (or the default of a network that records
@@ -136,6 +139,146 @@ pub struct SearchOptions {
 }
 
 impl SearchOptions {
+    /// The options' names as `setoption` keys (lower case).
+    pub const NAMES: [&'static str; 7] = [
+        "algorithm",
+        "cpuct",
+        "fpureduction",
+        "gumbelconsideredmoves",
+        "gumbelcvisit",
+        "gumbelcscale",
+        "wincheck",
+    ];
+
+    /// The `option` lines of the options, in `dialect`, with `base` (the network's recorded
+    /// settings, or the defaults) as their defaults.
+    pub fn option_lines(base: &SearchConfig, dialect: Dialect) -> Vec<String> {
+        let ucci = dialect == Dialect::Ucci;
+        let line = |n: &str, rest: String| {
+            if ucci {
+                format!("option {} {rest}", n.to_ascii_lowercase())
+            } else {
+                format!("option name {n} {rest}")
+            }
+        };
+        let combo = |vars: &[&str], default: &str| {
+            let vars: String = vars.iter().map(|v| format!(" var {v}")).collect();
+            if ucci {
+                format!("type combo{vars} default {default}")
+            } else {
+                format!("type combo default {default}{vars}")
+            }
+        };
+        let spin = |default: u32| {
+            let max = MAX_CONSIDERED_MOVES;
+            if ucci {
+                format!("type spin min 1 max {max} default {default}")
+            } else {
+                format!("type spin default {default} min 1 max {max}")
+            }
+        };
+        let win_check = match base.win_check {
+            WinCheck::Off => "off",
+            WinCheck::Root => "root",
+            WinCheck::Tree => "tree",
+        };
+        vec![
+            line("Algorithm", combo(&["auto", "puct", "gumbel"], "auto")),
+            line("CPuct", format!("type string default {}", base.c_puct)),
+            line("FpuReduction", format!("type string default {}", base.fpu_reduction)),
+            line("GumbelConsideredMoves", spin(base.gumbel_considered_moves)),
+            line("GumbelCVisit", format!("type string default {}", base.gumbel_c_visit)),
+            line("GumbelCScale", format!("type string default {}", base.gumbel_c_scale)),
+            line("WinCheck", combo(&["off", "root", "tree"], win_check)),
+        ]
+    }
+
+    /// [`SearchOptions::settings`] for one `go`, and what to tell the GUI about them: an
+    /// `Algorithm gumbel` that this search (with no node budget) cannot follow, or settings that
+    /// fail their checks (the built-in defaults are searched with instead).
+    pub fn for_search(
+        &self,
+        net: Option<&SearchConfig>,
+        budget: Option<u64>,
+    ) -> (Checked<SearchConfig>, Vec<String>) {
+        let mut notes = Vec::new();
+        if budget.is_none() && self.algorithm == Some(Algorithm::Gumbel) {
+            notes.push(
+                "Algorithm gumbel needs a node budget (go nodes, depth, or none of movetime, \
+                 clocks, infinite, ponder): this search is PUCT"
+                    .to_string(),
+            );
+        }
+        let search = self.settings(net, budget).unwrap_or_else(|e| {
+            notes.push(format!("search settings: {e}; searching with the built-in defaults"));
+            SearchOptions::default().settings(None, budget).unwrap_or_default()
+        });
+        (search, notes)
+    }
+
+    /// Sets option `key` (one of [`SearchOptions::NAMES`]; `name` as the GUI wrote it) to
+    /// `value`. A value is kept only if the settings it makes over `net` (the network's
+    /// recorded ones) pass their checks.
+    ///
+    /// # Errors
+    /// What is wrong with the value, naming the option.
+    pub fn set(
+        &mut self,
+        key: &str,
+        name: &str,
+        value: &str,
+        net: Option<&SearchConfig>,
+    ) -> Result<(), String> {
+        let word = value.trim().to_ascii_lowercase();
+        let number = || -> Result<f32, String> {
+            word.parse::<f32>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("option {name}: '{value}' is not a number"))
+        };
+        let mut trial = self.clone();
+        match key {
+            "algorithm" => {
+                trial.algorithm = match word.as_str() {
+                    "auto" => None,
+                    "puct" => Some(Algorithm::Puct),
+                    "gumbel" => Some(Algorithm::Gumbel),
+                    _ => {
+                        return Err(format!(
+                            "option {name}: '{value}' is not auto, puct or gumbel"
+                        ));
+                    }
+                }
+            }
+            "wincheck" => {
+                trial.win_check = Some(match word.as_str() {
+                    "off" => WinCheck::Off,
+                    "root" => WinCheck::Root,
+                    "tree" => WinCheck::Tree,
+                    _ => return Err(format!("option {name}: '{value}' is not off, root or tree")),
+                })
+            }
+            "gumbelconsideredmoves" => match word.parse::<u32>() {
+                Ok(m) if (1..=MAX_CONSIDERED_MOVES).contains(&m) => {
+                    trial.gumbel_considered_moves = Some(m)
+                }
+                _ => {
+                    return Err(format!(
+                        "option {name}: '{value}' is not a whole number in 1..={MAX_CONSIDERED_MOVES}"
+                    ));
+                }
+            },
+            "cpuct" => trial.c_puct = Some(number()?),
+            "fpureduction" => trial.fpu_reduction = Some(number()?),
+            "gumbelcvisit" => trial.gumbel_c_visit = Some(number()?),
+            "gumbelcscale" => trial.gumbel_c_scale = Some(number()?),
+            _ => return Err(format!("unknown option '{name}'")),
+        }
+        trial.settings(net, Some(1)).map_err(|e| format!("option {name}: {e}"))?;
+        *self = trial;
+        Ok(())
+    }
+
     /// The settings of one search with `budget` simulations (`None`: limited by time or
     /// `stop`): `net`'s `[search]` (or the defaults) with these options over it, without root
     /// noise. A Gumbel search needs its budget beforehand, so a search without one is PUCT.
