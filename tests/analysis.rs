@@ -10,20 +10,13 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use xiangqi::{Game, Position, RuleSet};
 
+mod common;
+
 /// A small net trained for one iteration of `configs/tiny.toml`.
 fn tiny_net(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("xqz-analysis-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_xqz"))
-        .args(["train", "--iterations", "1", "--quiet", "--config"])
-        .arg(&config)
-        .arg("--run-dir")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    dir
+    common::train_one_iteration(&common::config("tiny.toml"), &dir)
 }
 
 /// Sends `queries` (one line each) to `xqz analysis --net NET`, closes its input, and returns

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use xiangqi::{Game, Position, RuleSet};
 
+mod common;
+
 /// Red: general d0, chariot a1; Black: general e9, chariot i8. The moves below check with the
 /// chariot on e1/f1 while the general steps e9-f9-e9: one more f1e1 repeats the position a third
 /// time with Red checking on every move of the cycle, which loses (perpetual check).
@@ -711,16 +713,7 @@ fn d_shows_the_real_clocks_after_a_verdict() {
 fn a_janggi_net_given_by_net_path_alone_switches_the_engine_to_janggi() {
     let dir = std::env::temp_dir().join(format!("xqz-uci-netpath-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let config =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/janggi-tiny.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_xqz"))
-        .args(["train", "--iterations", "1", "--quiet", "--config"])
-        .arg(&config)
-        .arg("--run-dir")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    common::train_one_iteration(&common::config("janggi-tiny.toml"), &dir);
 
     let mut e = Engine::start();
     e.send("uci");
@@ -831,20 +824,12 @@ fn the_engine_starts_from_its_networks_search_settings_and_options_override_them
     std::fs::create_dir_all(&dir).unwrap();
     // configs/tiny.toml with a PUCT constant no default has, so that the engine's default can
     // only have come from the network's record.
-    let tiny = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
+    let tiny = common::config("tiny.toml");
     let text = std::fs::read_to_string(&tiny).unwrap().replace("c_puct = 1.5", "c_puct = 2.75");
     assert!(text.contains("c_puct = 2.75"));
     let config = dir.join("settings.toml");
     std::fs::write(&config, text).unwrap();
-    let run = dir.join("run");
-    let o = Command::new(env!("CARGO_BIN_EXE_xqz"))
-        .args(["train", "--iterations", "1", "--quiet", "--config"])
-        .arg(&config)
-        .arg("--run-dir")
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = common::train_one_iteration(&config, &dir.join("run"));
     let manifest =
         std::fs::read_to_string(run.join("checkpoints/ckpt-000001/manifest.toml")).unwrap();
     let manifest: toml::Table = toml::from_str(&manifest).unwrap();

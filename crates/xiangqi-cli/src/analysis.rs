@@ -67,7 +67,7 @@ use serde_json::Value;
 use xiangqi::{Game, Move, janggi};
 use xiangqi_nn::NnEvaluator;
 use xiangqi_search::{
-    Checked, Evaluator, GameEnv, GameKind, Lane, Lockstep, NodeId, Search, SearchConfig, game_rng,
+    Evaluator, GameEnv, GameKind, Lane, Lockstep, NodeId, Search, SearchConfig, game_rng,
 };
 
 use crate::uci::{self, LineRead};
@@ -227,17 +227,19 @@ struct Answer {
     root_info: RootInfo,
 }
 
-/// Win, draw and loss probabilities from a mean value `v` and draw probability `d`.
+/// Win, draw and loss probabilities, as `xqz uci` reads them ([`uci_search::wdl_share`]).
 fn wdl(v: f32, d: f32) -> [f32; 3] {
-    let v = v.clamp(-1.0, 1.0);
-    let d = d.clamp(0.0, 1.0 - v.abs());
-    [(1.0 + v - d) / 2.0, d, (1.0 - v - d) / 2.0]
+    uci_search::wdl_share(v, d).map(|x| x as f32)
 }
 
 /// A place for one search: a task and its search, or nothing.
 struct Slot<G: GameEnv> {
     running: Option<(Task<G>, Search<G>)>,
-    batch: usize,
+}
+
+/// The leaves a search gathers a round: its `virtual_loss_batch`, as `xqz uci`'s search.
+fn leaf_batch<G: GameEnv>(search: &Search<G>) -> usize {
+    (search.config().virtual_loss_batch as usize).max(1)
 }
 
 impl<G: GameEnv> Lane<G> for Slot<G> {
@@ -251,7 +253,7 @@ impl<G: GameEnv> Lane<G> for Slot<G> {
 
     fn leaves_wanted(&self) -> usize {
         match &self.running {
-            Some((_, s)) if !s.is_done() => self.batch,
+            Some((_, s)) if !s.is_done() => leaf_batch(s),
             _ => 0,
         }
     }
@@ -338,9 +340,8 @@ fn serve<G: GameEnv>(
 ) -> anyhow::Result<ExitCode> {
     let mut input_failed = false;
     let mut queue: VecDeque<Task<G>> = VecDeque::new();
-    let batch_of = |c: &Checked<SearchConfig>| (c.virtual_loss_batch as usize).max(1);
     let mut slots: Vec<Slot<G>> =
-        (0..args.max_concurrent).map(|_| Slot { running: None, batch: 1 }).collect();
+        (0..args.max_concurrent).map(|_| Slot { running: None }).collect();
     // Each search gathers its full `virtual_loss_batch` every round, as `xqz uci` does, so that
     // its answer is the same whatever else is in flight: a batch holds at most
     // `--max-concurrent` times that many leaves.
@@ -394,15 +395,14 @@ fn serve<G: GameEnv>(
         // Free slots take the next positions.
         for slot in slots.iter_mut().filter(|s| s.running.is_none()) {
             let Some(task) = queue.pop_front() else { break };
-            let settings = SearchOptions::default()
-                .settings(net_search, Some(u64::from(task.visits)))
-                .or_else(|_| SearchOptions::default().settings(None, Some(u64::from(task.visits))))
-                .context("the search settings")?;
-            slot.batch = batch_of(&settings);
+            // The engine's settings for this budget, as `xqz uci` chooses them (the built-in
+            // defaults if the network's record fails its checks).
+            let (settings, _) =
+                SearchOptions::default().for_search(net_search, Some(u64::from(task.visits)));
             let mut search = Search::new(task.game.clone(), settings);
             // As `xqz uci` seeds its searches (no noise: the generator is not drawn from).
             search.start(task.visits, false, &mut game_rng(0, 0));
-            search.gather(slot.batch);
+            search.gather(leaf_batch(&search));
             slot.running = Some((task, search));
         }
         if slots.iter().all(|s| s.running.is_none()) {

@@ -532,12 +532,20 @@ pub fn value_to_cp(v: f32) -> i32 {
 /// (Leela Chess Zero's reading of a WDL head's backed-up figures), rounded so that the three
 /// sum to 1000.
 pub fn wdl_permille(v: f32, d: f32) -> [i32; 3] {
-    let v = f64::from(if v.is_nan() { 0.0 } else { v.clamp(-1.0, 1.0) });
-    // Averages of (w − l, d) with w + d + l = 1 keep |v| ≤ 1 − d; the clamp guards rounding.
-    let d = f64::from(if d.is_nan() { 0.0 } else { d }).clamp(0.0, 1.0 - v.abs());
-    let w = (500.0 * (1.0 + v - d)).round() as i32;
+    let [w, d, _] = wdl_share(v, d);
+    let w = (1000.0 * w).round() as i32;
     let dm = ((1000.0 * d).round() as i32).clamp(0, 1000 - w);
     [w, dm, 1000 - w - dm]
+}
+
+/// Win, draw and loss probabilities for the side to move from the mean value `v` in `[-1, 1]`
+/// and the mean draw probability `d`: `((1 + v − d) / 2, d, (1 − v − d) / 2)`, with `d` cut to
+/// what `v` allows (averages of `(w − l, d)` with `w + d + l = 1` keep `|v| ≤ 1 − d`; the cut
+/// guards rounding) and NaN read as 0.
+pub fn wdl_share(v: f32, d: f32) -> [f64; 3] {
+    let v = f64::from(if v.is_nan() { 0.0 } else { v.clamp(-1.0, 1.0) });
+    let d = f64::from(if d.is_nan() { 0.0 } else { d }).clamp(0.0, 1.0 - v.abs());
+    [(1.0 + v - d) / 2.0, d, (1.0 - v - d) / 2.0]
 }
 
 fn score_text(line: &Line, dialect: Dialect, show_wdl: bool) -> String {
