@@ -44,6 +44,7 @@ pub mod resign;
 pub mod search;
 pub mod selfplay;
 pub mod shard;
+pub mod strength;
 pub mod tactics;
 pub mod tree;
 
@@ -67,4 +68,5 @@ pub use shard::{
     FORMAT_VERSION, LOCAL_WORKER, SampleRef, Shard, ShardError, UNKNOWN_ENDING, UNKNOWN_GENERATION,
     UNKNOWN_MATERIAL, list_shards, read_shard, read_shard_from, write_shard, write_shard_to,
 };
+pub use strength::{LevelError, MAX_LEVEL, RatedPlayer, Strength, StrengthTable};
 pub use tree::{NodeId, NodeStatus, Tree};

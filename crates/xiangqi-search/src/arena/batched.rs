@@ -14,7 +14,8 @@ use crate::driver::{BatchCounters, Lane, Lockstep};
 use crate::eval::{EvalBuffer, EvalRequest, Evaluator};
 use crate::game::GameEnv;
 use crate::search::Search;
-use crate::selfplay::BoxError;
+use crate::selfplay::{BoxError, game_rng};
+use crate::strength::Strength;
 
 use super::game::{
     ArenaGame, Forfeit, GameSettings, finished_game, play_checked, play_player_move,
@@ -169,8 +170,13 @@ struct RunningSearch<G: GameEnv> {
 enum Mover<G: GameEnv> {
     /// A random or greedy player.
     Simple(Box<dyn Player<G>>),
-    /// The search with these settings; its last search is kept for the allocations.
-    Search { config: Checked<SearchConfig>, spare: Option<Box<Search<G>>> },
+    /// The search with these settings (at a level, with its master seed and the draws of the
+    /// current game); its last search is kept for the allocations.
+    Search {
+        config: Checked<SearchConfig>,
+        spare: Option<Box<Search<G>>>,
+        level: Option<Box<(Strength, u64, ChaCha8Rng)>>,
+    },
 }
 
 impl<G: GameEnv> Mover<G> {
@@ -180,9 +186,14 @@ impl<G: GameEnv> Mover<G> {
             (LocalPlayer::Random { seed }, _) => Mover::Simple(Box::new(RandomPlayer::new(*seed))),
             (LocalPlayer::Greedy { seed }, _) => Mover::Simple(Box::new(GreedyPlayer::new(*seed))),
             (LocalPlayer::Mcts { .. }, Some(config)) => {
-                Mover::Search { config: config.clone(), spare: None }
+                Mover::Search { config: config.clone(), spare: None, level: None }
             }
-            (LocalPlayer::Mcts { .. }, None) => {
+            (LocalPlayer::Level { strength, seed, .. }, Some(config)) => Mover::Search {
+                config: config.clone(),
+                spare: None,
+                level: Some(Box::new((*strength, *seed, game_rng(*seed, 0)))),
+            },
+            (LocalPlayer::Mcts { .. } | LocalPlayer::Level { .. }, None) => {
                 unreachable!("Match::run checks every MCTS player's settings first")
             }
         }
@@ -227,9 +238,13 @@ impl<G: GameEnv> Slot<G> {
                     run.search.gather(run.batch.min(quota));
                     return false;
                 }
-                let best = run.search.result().best;
+                let mut best = run.search.result().best;
                 if let Some(run) = self.running.take() {
-                    if let Mover::Search { spare, .. } = &mut self.movers[run.player] {
+                    if let Mover::Search { spare, level, .. } = &mut self.movers[run.player] {
+                        if let Some(level) = level {
+                            let (strength, _, rng) = &mut **level;
+                            best = strength.choose(&run.search, |_| true, rng).unwrap_or(best);
+                        }
                         *spare = Some(run.search);
                     }
                 }
@@ -248,14 +263,18 @@ impl<G: GameEnv> Slot<G> {
                     let simple = simple.as_mut();
                     self.forfeit = play_player_move(simple, &mut self.game, &settings.limit);
                 }
-                Mover::Search { config, spare } => {
+                Mover::Search { config, spare, level } => {
                     let mut search = Box::new(Search::renewed(
                         spare.take().map(|s| *s),
                         self.game.clone(),
                         config,
                     ));
-                    let budget =
-                        settings.limit.simulations.unwrap_or(config.simulations).clamp(1, 1 << 24);
+                    let full = settings.limit.simulations.unwrap_or(config.simulations);
+                    let full = match level {
+                        Some(level) => level.0.simulations(full),
+                        None => full,
+                    };
+                    let budget = full.clamp(1, 1 << 24);
                     search.start(budget, false, &mut self.rng);
                     let batch = (config.virtual_loss_batch as usize).max(1);
                     self.running = Some(RunningSearch { player, search, batch });
@@ -320,7 +339,7 @@ impl<G: GameEnv> Match<'_, G> {
         // Each MCTS player's settings, checked once for the whole match.
         let mut checked: [Option<Checked<SearchConfig>>; 2] = [None, None];
         for ((player, p), checked) in ["A", "B"].into_iter().zip(self.players).zip(&mut checked) {
-            if let LocalPlayer::Mcts { config, .. } = p {
+            if let Some(config) = p.search_config() {
                 *checked = Some(
                     Checked::new(config.clone())
                         .map_err(|source| BatchedMatchError::Config { player, source })?,
@@ -336,10 +355,7 @@ impl<G: GameEnv> Match<'_, G> {
         let batch = self
             .players
             .iter()
-            .map(|p| match p {
-                LocalPlayer::Mcts { config, .. } => (config.virtual_loss_batch as usize).max(1),
-                _ => 1,
-            })
+            .map(|p| p.search_config().map_or(1, |c| (c.virtual_loss_batch as usize).max(1)))
             .max()
             .unwrap_or(1);
         let mut lanes: Vec<MatchLane<'_, G>> =
@@ -442,11 +458,18 @@ impl<G: GameEnv> Match<'_, G> {
         };
         for color in [Color::Red, Color::Black] {
             let player = slot.player_of(color);
-            if let Mover::Simple(p) = &mut slot.movers[player] {
-                if let Err(e) = p.new_game(game_id) {
-                    let forfeit = Forfeit { loser: color, kind: e.kind(), detail: e.to_string() };
-                    slot.forfeit.get_or_insert(forfeit);
+            match &mut slot.movers[player] {
+                Mover::Simple(p) => {
+                    if let Err(e) = p.new_game(game_id) {
+                        let forfeit =
+                            Forfeit { loser: color, kind: e.kind(), detail: e.to_string() };
+                        slot.forfeit.get_or_insert(forfeit);
+                    }
                 }
+                Mover::Search { level: Some(level), .. } => {
+                    level.2 = game_rng(level.1, game_id);
+                }
+                Mover::Search { level: None, .. } => {}
             }
         }
         slot
@@ -524,7 +547,19 @@ mod tests {
             },
         };
         let puct = mcts("mcts", 16);
-        for (a, b) in [(&greedy, &puct), (&puct, &gumbel)] {
+        // Levels draw their moves: the same draws whatever the order games are played in.
+        let level = |s: u32| LocalPlayer::Level {
+            name: format!("level {s}"),
+            config: SearchConfig {
+                simulations: 64,
+                cheap_simulations: 1,
+                ..SearchConfig::default()
+            },
+            strength: Strength::skill(s),
+            seed: 11,
+        };
+        let (low, high) = (level(4), level(15));
+        for (a, b) in [(&greedy, &puct), (&puct, &gumbel), (&low, &greedy), (&puct, &high)] {
             let (want_games, want) = sequential(a, b, &config, u32::MAX);
             for concurrency in [1, 3, 8] {
                 let mut games = Vec::new();

@@ -60,6 +60,7 @@ mod game;
 mod matches;
 mod opening;
 mod player;
+mod rating;
 mod stats;
 
 pub use crate::driver::{BatchCounters, drive_search};
@@ -70,6 +71,7 @@ pub use opening::{JANGGI_OPENINGS, Opening, OpeningError, XIANGQI_OPENINGS, pars
 pub use player::{
     GreedyPlayer, LocalPlayer, MctsPlayer, MoveLimit, Player, PlayerError, RandomPlayer,
 };
+pub use rating::{Pairing, Rating, fit_elo, fit_elo_with_intervals};
 pub use stats::{
     EloEstimate, MatchStats, Sprt, SprtError, SprtVerdict, Wdl, elo_from_score, score_from_elo,
 };

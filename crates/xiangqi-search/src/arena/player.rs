@@ -16,6 +16,7 @@ use crate::eval::{EvalBuffer, Evaluator};
 use crate::game::GameEnv;
 use crate::search::{Search, SearchResult};
 use crate::selfplay::game_rng;
+use crate::strength::Strength;
 
 /// How long a player may think about one move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,6 +197,8 @@ pub struct MctsPlayer<E> {
     config: Checked<SearchConfig>,
     buffer: EvalBuffer,
     rng: ChaCha8Rng,
+    /// A level below full strength, its master seed, and the move draws of the current game.
+    level: Option<(Strength, u64, ChaCha8Rng)>,
 }
 
 impl<E> MctsPlayer<E> {
@@ -215,7 +218,16 @@ impl<E> MctsPlayer<E> {
             config: Checked::new(config)?,
             buffer: EvalBuffer::new(),
             rng: ChaCha8Rng::seed_from_u64(0),
+            level: None,
         })
+    }
+
+    /// The same player at `strength` ([`Strength`]: fewer simulations and a drawn move below
+    /// level 20); game `i` of a match draws its moves from a generator seeded by (`seed`, `i`).
+    #[must_use]
+    pub fn with_strength(mut self, strength: Strength, seed: u64) -> MctsPlayer<E> {
+        self.level = Some((strength, seed, game_rng(seed, 0)));
+        self
     }
 
     /// The search settings.
@@ -272,8 +284,36 @@ impl<G: GameEnv, E: Evaluator<G>> Player<G> for MctsPlayer<E> {
     fn name(&self) -> &str {
         &self.name
     }
+    fn new_game(&mut self, game_id: u64) -> Result<(), PlayerError> {
+        if let Some((_, seed, rng)) = &mut self.level {
+            *rng = game_rng(*seed, game_id);
+        }
+        Ok(())
+    }
     fn choose_move(&mut self, game: &G, limit: &MoveLimit) -> Result<Move, PlayerError> {
-        Ok(self.search(game, limit)?.best)
+        let Some((strength, _, _)) = self.level else {
+            return Ok(self.search(game, limit)?.best);
+        };
+        if game.outcome().is_some() {
+            return Err(no_move());
+        }
+        let full = limit.simulations.unwrap_or(self.config.simulations);
+        let limit = MoveLimit { simulations: Some(strength.simulations(full)), ..*limit };
+        let mut search = Search::new(game.clone(), self.config.clone());
+        let batch = self.config.virtual_loss_batch as usize;
+        let budget = limit.simulations.unwrap_or(1).clamp(1, 1 << 24);
+        search.start(budget, false, &mut self.rng);
+        let fail = |e: E::Error| PlayerError::Failed(format!("evaluator: {e}"));
+        let deadline = limit.movetime.map(|t| Instant::now() + t);
+        drive_search(&mut search, &mut self.evaluator, &mut self.buffer, batch, |_| {
+            deadline.is_some_and(|d| Instant::now() >= d)
+        })
+        .map_err(fail)?;
+        let rng = match &mut self.level {
+            Some((_, _, rng)) => rng,
+            None => &mut self.rng,
+        };
+        strength.choose(&search, |_| true, rng).ok_or_else(no_move)
     }
 }
 
@@ -302,6 +342,19 @@ pub enum LocalPlayer {
         /// The search settings.
         config: SearchConfig,
     },
+    /// The search at a skill level ([`MctsPlayer::with_strength`]): `strength.simulations` of
+    /// the budget ([`MoveLimit::simulations`], else `config.simulations`) and a move drawn as
+    /// [`Strength::choose`] does, from a generator seeded by (`seed`, game number).
+    Level {
+        /// The name in tables and PGN tags.
+        name: String,
+        /// The search settings.
+        config: SearchConfig,
+        /// The level.
+        strength: Strength,
+        /// The master seed of the move draws.
+        seed: u64,
+    },
 }
 
 impl LocalPlayer {
@@ -310,13 +363,21 @@ impl LocalPlayer {
         match self {
             LocalPlayer::Random { .. } => "random",
             LocalPlayer::Greedy { .. } => "greedy",
-            LocalPlayer::Mcts { name, .. } => name,
+            LocalPlayer::Mcts { name, .. } | LocalPlayer::Level { name, .. } => name,
         }
     }
 
     /// Whether the player searches (and so needs an evaluator).
     pub fn is_mcts(&self) -> bool {
-        matches!(self, LocalPlayer::Mcts { .. })
+        matches!(self, LocalPlayer::Mcts { .. } | LocalPlayer::Level { .. })
+    }
+
+    /// The search settings of a player that searches.
+    pub fn search_config(&self) -> Option<&SearchConfig> {
+        match self {
+            LocalPlayer::Mcts { config, .. } | LocalPlayer::Level { config, .. } => Some(config),
+            _ => None,
+        }
     }
 
     /// The same player for the sequential [`run_match`]; an MCTS player searches with
@@ -336,6 +397,10 @@ impl LocalPlayer {
             LocalPlayer::Mcts { name, config } => {
                 Box::new(MctsPlayer::new(name.clone(), evaluator, config.clone())?)
             }
+            LocalPlayer::Level { name, config, strength, seed } => Box::new(
+                MctsPlayer::new(name.clone(), evaluator, config.clone())?
+                    .with_strength(*strength, *seed),
+            ),
         })
     }
 }
