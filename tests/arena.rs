@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 use xiangqi::{Game, RuleSet};
 use xiangqi_search::parse_pgn_moves;
 
+mod common;
+
 fn xqz(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().expect("xqz runs")
 }
@@ -437,41 +439,13 @@ fn an_engine_takes_its_own_node_limit() {
     let _ = fs::remove_dir_all(&dir);
 }
 
-/// The Fairy-Stockfish binary that `XQZ_FAIRY_STOCKFISH` names, or `None` (and a line saying
-/// why) where it names none. With `XQZ_REQUIRE_FAIRY_STOCKFISH=1` (`.ci/run` sets it when the
-/// install succeeded) a missing or unset engine is a failure instead of a skip.
-fn fairy_stockfish() -> Option<String> {
-    let required = std::env::var_os("XQZ_REQUIRE_FAIRY_STOCKFISH").is_some_and(|v| v != "0");
-    match std::env::var("XQZ_FAIRY_STOCKFISH") {
-        Ok(fsf) if std::path::Path::new(&fsf).is_file() => Some(fsf),
-        Ok(fsf) => {
-            assert!(
-                !required,
-                "XQZ_REQUIRE_FAIRY_STOCKFISH is set but XQZ_FAIRY_STOCKFISH={fsf} is no file"
-            );
-            eprintln!(
-                "XQZ_FAIRY_STOCKFISH={fsf} is no file: the Fairy-Stockfish match is not played"
-            );
-            None
-        }
-        Err(_) => {
-            assert!(
-                !required,
-                "XQZ_REQUIRE_FAIRY_STOCKFISH is set but XQZ_FAIRY_STOCKFISH is not: name the binary (/usr/games/fairy-stockfish)"
-            );
-            eprintln!("XQZ_FAIRY_STOCKFISH is not set: the Fairy-Stockfish match is not played");
-            None
-        }
-    }
-}
-
 /// Fairy-Stockfish (Debian's `fairy-stockfish`, which `.ci/run` installs) as a real UCI
 /// opponent at 1 node, with ranks 1–10. Run where `XQZ_FAIRY_STOCKFISH` names the binary
 /// (`.ci/run` sets it, and `XQZ_REQUIRE_FAIRY_STOCKFISH` with it); elsewhere it says why it did
 /// not run, or fails where `XQZ_REQUIRE_FAIRY_STOCKFISH` is set.
 #[test]
 fn fairy_stockfish_plays_whole_games_at_one_node() {
-    let Some(fsf) = fairy_stockfish() else { return };
+    let Some(fsf) = common::fairy_stockfish() else { return };
     let engine = format!("uci:{fsf}");
     let o = xqz(&[
         "arena",

@@ -1,5 +1,8 @@
 //! Helpers shared by the end-to-end tests of the binary (each test file includes this module).
 
+// Not every test file uses every helper.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -23,4 +26,32 @@ pub fn train_one_iteration(config: &Path, run: &Path) -> PathBuf {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     run.to_path_buf()
+}
+
+/// The Fairy-Stockfish binary that `XQZ_FAIRY_STOCKFISH` names, or `None` (and a line saying
+/// why) where it names none. With `XQZ_REQUIRE_FAIRY_STOCKFISH=1` (`.ci/run` sets it when the
+/// install succeeded) a missing or unset engine is a failure instead of a skip.
+pub fn fairy_stockfish() -> Option<String> {
+    let required = std::env::var_os("XQZ_REQUIRE_FAIRY_STOCKFISH").is_some_and(|v| v != "0");
+    match std::env::var("XQZ_FAIRY_STOCKFISH") {
+        Ok(fsf) if std::path::Path::new(&fsf).is_file() => Some(fsf),
+        Ok(fsf) => {
+            assert!(
+                !required,
+                "XQZ_REQUIRE_FAIRY_STOCKFISH is set but XQZ_FAIRY_STOCKFISH={fsf} is no file"
+            );
+            eprintln!(
+                "XQZ_FAIRY_STOCKFISH={fsf} is no file: the Fairy-Stockfish match is not played"
+            );
+            None
+        }
+        Err(_) => {
+            assert!(
+                !required,
+                "XQZ_REQUIRE_FAIRY_STOCKFISH is set but XQZ_FAIRY_STOCKFISH is not: name the binary (/usr/games/fairy-stockfish)"
+            );
+            eprintln!("XQZ_FAIRY_STOCKFISH is not set: the Fairy-Stockfish match is not played");
+            None
+        }
+    }
 }

@@ -21,6 +21,11 @@
 //!   answer.
 //! * `maxMoveInfos`: at most this many candidate moves in an answer (default: every move the
 //!   search visited). This field is this engine's; KataGo has none.
+//! * `level`: a skill level from 0 to 20 (fractions allowed), as `xqz uci`'s `Skill Level`
+//!   ([`xiangqi_search::strength`]): the search gets the level's share of `maxVisits` (whose
+//!   default is then the budget the network's levels were calibrated with, `xqz calibrate`),
+//!   and the answer adds `levelMove`, the move a player of that level plays (drawn with a seed
+//!   from the `id` and the turn, so a query repeated gets the same move). This engine's field.
 //!
 //! An unknown field, a value of the wrong type, an illegal move or a game the network does not
 //! play is answered by `{"id": ..., "error": "...", "field": ...}` (`field`: the one to blame;
@@ -67,8 +72,11 @@ use serde_json::Value;
 use xiangqi::{Game, Move, janggi};
 use xiangqi_nn::NnEvaluator;
 use xiangqi_search::{
-    Evaluator, GameEnv, GameKind, Lane, Lockstep, NodeId, Search, SearchConfig, game_rng,
+    Evaluator, GameEnv, GameKind, Lane, Lockstep, MAX_LEVEL, NodeId, Search, Strength,
+    StrengthTable, game_rng,
 };
+
+use crate::net::PlayRecord;
 
 use crate::uci::{self, LineRead};
 use crate::uci_search::{self, SearchOptions};
@@ -106,11 +114,21 @@ struct Query {
     max_visits: Option<u64>,
     analyze_turns: Option<Vec<u64>>,
     max_move_infos: Option<u64>,
+    level: Option<f64>,
 }
 
 /// The fields a query may have.
-const FIELDS: [&str; 8] =
-    ["id", "game", "rules", "initialFen", "moves", "maxVisits", "analyzeTurns", "maxMoveInfos"];
+const FIELDS: [&str; 9] = [
+    "id",
+    "game",
+    "rules",
+    "initialFen",
+    "moves",
+    "maxVisits",
+    "analyzeTurns",
+    "maxMoveInfos",
+    "level",
+];
 
 /// A JSON number that is a whole number ≥ 0 (`3`, `3.0`, `3e2`), as u64.
 fn whole(v: &Value) -> Option<u64> {
@@ -157,6 +175,10 @@ impl Query {
                     q.analyze_turns =
                         Some(list.iter().map(whole).collect::<Option<_>>().ok_or_else(bad)?);
                 }
+                "level" => {
+                    let bad = || (field, format!("level must be a number from 0 to {MAX_LEVEL}"));
+                    q.level = Some(v.as_f64().ok_or_else(bad)?);
+                }
                 _ => q.max_move_infos = Some(number()?),
             }
         }
@@ -191,6 +213,8 @@ struct Task<G: GameEnv> {
     game: G,
     visits: u32,
     max_infos: Option<usize>,
+    /// A level below full strength and the seed of its move draw.
+    level: Option<(Strength, u64)>,
 }
 
 /// A candidate move of an answer.
@@ -225,6 +249,9 @@ struct Answer {
     is_during_search: bool,
     move_infos: Vec<MoveInfo>,
     root_info: RootInfo,
+    /// With a `level`: the move a player of that level plays here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    level_move: Option<String>,
 }
 
 /// Win, draw and loss probabilities, as `xqz uci` reads them ([`uci_search::wdl_share`]).
@@ -271,14 +298,12 @@ impl<G: GameEnv> Lane<G> for Slot<G> {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let device = crate::net::device(&args.device)?;
     let game = crate::net::game_of(&args.net)?;
-    let (evaluator, search) = crate::net::load_with_search(&args.net, &device)?;
+    let (evaluator, record) = crate::net::load_for_play(&args.net, &device)?;
     let lines = read_lines();
     let out = io::stdout();
     match game {
-        GameKind::Xiangqi => serve::<Game>(args, evaluator, search.as_ref(), lines, out.lock()),
-        GameKind::Janggi => {
-            serve::<janggi::Game>(args, evaluator, search.as_ref(), lines, out.lock())
-        }
+        GameKind::Xiangqi => serve::<Game>(args, evaluator, &record, lines, out.lock()),
+        GameKind::Janggi => serve::<janggi::Game>(args, evaluator, &record, lines, out.lock()),
     }
 }
 
@@ -334,10 +359,12 @@ fn emit(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {
 fn serve<G: GameEnv>(
     args: &Args,
     mut evaluator: NnEvaluator,
-    net_search: Option<&SearchConfig>,
+    record: &PlayRecord,
     lines: Receiver<Input>,
     mut out: impl Write,
 ) -> anyhow::Result<ExitCode> {
+    let net_search = record.search.as_ref();
+    let table = record.strength.as_ref();
     let mut input_failed = false;
     let mut queue: VecDeque<Task<G>> = VecDeque::new();
     let mut slots: Vec<Slot<G>> =
@@ -371,7 +398,7 @@ fn serve<G: GameEnv>(
             };
             match line {
                 Input::Line(text) if text.is_empty() => continue,
-                Input::Line(text) => match tasks_of::<G>(&text, args) {
+                Input::Line(text) => match tasks_of::<G>(&text, args, table) {
                     Ok((tasks, errors)) => {
                         // A turn that cannot be analysed is answered at once; the others
                         // are searched.
@@ -441,6 +468,7 @@ fn serve<G: GameEnv>(
 fn tasks_of<G: GameEnv>(
     text: &str,
     args: &Args,
+    table: Option<&StrengthTable>,
 ) -> Result<(Vec<Task<G>>, Vec<ErrorLine>), ErrorLine> {
     let value: Value = serde_json::from_str(text)
         .map_err(|e| ErrorLine::new(None, None, format!("not JSON: {e}")))?;
@@ -475,7 +503,16 @@ fn tasks_of<G: GameEnv>(
             G::position_from_fen(fen, rules).map_err(|e| bad(Some("initialFen"), e.to_string()))?
         }
     };
-    let visits = q.max_visits.unwrap_or(u64::from(args.visits));
+    let level = match q.level {
+        None => None,
+        Some(l) => Some(Strength::new(l).map_err(|e| bad(Some("level"), e.to_string()))?),
+    };
+    // A level's measured Elo holds for the budget its table was measured with.
+    let default_visits = match (level, table) {
+        (Some(_), Some(t)) => u64::from(t.simulations),
+        _ => u64::from(args.visits),
+    };
+    let visits = q.max_visits.unwrap_or(default_visits);
     let most = args.max_visits;
     if !(1..=u64::from(most)).contains(&visits) {
         return Err(bad(
@@ -483,7 +520,10 @@ fn tasks_of<G: GameEnv>(
             format!("{visits} is not between 1 and {most} (this engine's --max-visits)"),
         ));
     }
-    let visits = visits as u32;
+    let visits = match level {
+        Some(s) => s.simulations(visits as u32),
+        None => visits as u32,
+    };
     if q.max_move_infos == Some(0) {
         return Err(bad(Some("maxMoveInfos"), "must be at least 1".into()));
     }
@@ -514,7 +554,19 @@ fn tasks_of<G: GameEnv>(
             e.turn_number = Some(turn);
             errors.push(e);
         } else {
-            tasks.push(Task { id: q.id.clone(), turn, game: game.clone(), visits, max_infos });
+            // The draw of a level's move: seeded by the query's id and turn, so it repeats.
+            let seed = q.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            }) ^ turn as u64;
+            let level = level.filter(|s| !s.is_full()).map(|s| (s, seed));
+            tasks.push(Task {
+                id: q.id.clone(),
+                turn,
+                game: game.clone(),
+                visits,
+                max_infos,
+                level,
+            });
         }
     };
     let mut wanted = turns.iter().peekable();
@@ -570,8 +622,12 @@ fn answer<G: GameEnv>(task: &Task<G>, search: &Search<G>) -> Answer {
             pv: line.moves.iter().map(|m| m.to_string()).collect(),
         });
     }
+    let level_move = task.level.and_then(|(strength, seed)| {
+        strength.choose(search, |_| true, &mut game_rng(seed, 1)).map(|m| m.to_string())
+    });
     Answer {
         id: task.id.clone(),
+        level_move,
         turn_number: task.turn,
         is_during_search: false,
         move_infos: infos,

@@ -14,6 +14,8 @@
 //!   [`crate::engine`];
 //! * a network: `net:DIR` or a checkpoint directory of `xqz train` (`ckpt-NNNNNN`), searched
 //!   with `--sims` simulations a move (search options through `--a-option`/`--b-option`);
+//!   `--a-level N` plays it (or `mcts`) at skill level N ([`xiangqi_search::strength`]: the
+//!   level's share of the simulations and a drawn move);
 //!
 //! Each move is limited by `--movetime MS` (engines get `go movetime`) and/or `--sims S`
 //! (engines get `go nodes S` without a move time); with neither, 800 simulations (for `mcts`,
@@ -121,6 +123,13 @@ pub struct Args {
     /// Node limit of engine B.
     #[arg(long = "b-nodes", value_parser = clap::value_parser!(u32).range(1..))]
     b_nodes: Option<u32>,
+    /// Skill level of player A, a network or `mcts` (0–20, as `xqz uci`'s `Skill Level`: its
+    /// share of the simulations and a drawn move; 20 is full strength).
+    #[arg(long = "a-level", value_parser = clap::value_parser!(u32).range(0..=20))]
+    a_level: Option<u32>,
+    /// Skill level of player B.
+    #[arg(long = "b-level", value_parser = clap::value_parser!(u32).range(0..=20))]
+    b_level: Option<u32>,
     /// Seed of the random and greedy players.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -390,6 +399,27 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             (_, None) => {}
             (PlayerSpec::Engine(spec), Some(n)) => spec.nodes = Some(n),
             (_, Some(_)) => bail!("{flag} is a limit of an external engine (uci: or ucci:)"),
+        }
+    }
+    for (player, level, flag, seed) in [
+        (&mut a, args.a_level, "--a-level", args.seed),
+        (&mut b, args.b_level, "--b-level", args.seed ^ 0x9e37_79b9),
+    ] {
+        let Some(level) = level else { continue };
+        let local = match player {
+            PlayerSpec::Local(l) | PlayerSpec::Net(l, _) => l,
+            PlayerSpec::Engine(_) => bail!("{flag} is a level of a network or mcts player"),
+        };
+        match local.clone() {
+            LocalPlayer::Mcts { name, config } => {
+                *local = LocalPlayer::Level {
+                    name: format!("{name} (level {level})"),
+                    config,
+                    strength: xiangqi_search::Strength::skill(level),
+                    seed,
+                };
+            }
+            _ => bail!("{flag} is a level of a network or mcts player"),
         }
     }
     let mut game = args.game;

@@ -36,9 +36,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use xiangqi::{Move, RankBase};
-use xiangqi_search::GameEnv;
 use xiangqi_search::arena::{MoveLimit, Player, PlayerError};
 use xiangqi_search::label::Score;
+use xiangqi_search::{GameEnv, GameKind};
 
 /// The protocol an engine speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +56,52 @@ impl Protocol {
             Protocol::Ucci => "ucci",
         }
     }
+}
+
+/// Starts the external engine `engine` (`uci:COMMAND` or `ucci:COMMAND`, with `NAME=VALUE`
+/// `options`) and sets it up for `game`: an engine that offers `UCI_Variant` (Fairy-Stockfish)
+/// is told the game unless the options name it, and reads its moves with ranks 1–10 unless
+/// `ranks` says otherwise; with `show_wdl`, an engine that offers `UCI_ShowWDL` is asked for
+/// its win/draw/loss figures.
+///
+/// # Errors
+/// A malformed player or option, an engine that does not start or answer, named with
+/// `engine`.
+pub(crate) fn start_for_game(
+    engine: &str,
+    options: &[String],
+    ranks: Option<u8>,
+    game: GameKind,
+    show_wdl: bool,
+) -> anyhow::Result<EnginePlayer> {
+    use anyhow::{Context, bail};
+    let spec = match crate::arena::parse_player(engine, options, ranks.unwrap_or(0), 0)
+        .context("--engine")?
+    {
+        crate::arena::PlayerSpec::Engine(spec) => spec,
+        _ => bail!("--engine '{engine}': expected uci:COMMAND or ucci:COMMAND"),
+    };
+    let given = |name: &str| spec.options.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let (variant_given, wdl_given) = (given("UCI_Variant"), given("UCI_ShowWDL"));
+    let mut player = EnginePlayer::start(spec)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("engine '{engine}'"))?;
+    if player.offers("UCI_Variant") {
+        if !variant_given {
+            player
+                .set_option("UCI_Variant", game.name())
+                .map_err(|e| anyhow::anyhow!("engine '{engine}': UCI_Variant: {e}"))?;
+        }
+        if ranks.is_none() {
+            player.set_ranks(RankBase::One);
+        }
+    }
+    if show_wdl && player.offers("UCI_ShowWDL") && !wdl_given {
+        player
+            .set_option("UCI_ShowWDL", "true")
+            .map_err(|e| anyhow::anyhow!("engine '{engine}': UCI_ShowWDL: {e}"))?;
+    }
+    Ok(player)
 }
 
 /// How to start and talk to an engine.
@@ -476,6 +522,12 @@ impl EnginePlayer {
             p.send(&line)?;
             p.ready()
         })
+    }
+
+    /// The engine's own node limit from now on (`go nodes N` every move, in place of the
+    /// match's limit; `None`: the match's).
+    pub fn set_nodes(&mut self, nodes: Option<u32>) {
+        self.spec.nodes = nodes;
     }
 
     /// The engine's rank numbers from now on.

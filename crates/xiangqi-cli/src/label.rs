@@ -35,14 +35,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use xiangqi::RankBase;
 use xiangqi_search::GameEnv;
 use xiangqi_search::GameKind;
 use xiangqi_search::arena::{MoveLimit, PlayerError};
 use xiangqi_search::label::{Label, WdlModel, engine_wdl, relabel, sample_position};
 use xiangqi_search::shard::{Shard, list_shards, read_shard, temp_path, write_shard};
 
-use crate::arena::{PlayerSpec, parse_player};
 use crate::engine::EnginePlayer;
 use crate::perft::GameName;
 
@@ -161,33 +159,7 @@ fn inputs(args: &Args) -> anyhow::Result<Vec<(PathBuf, PathBuf)>> {
 
 /// The engine, started and set up for `game`.
 fn start_engine(args: &Args, game: GameKind) -> anyhow::Result<EnginePlayer> {
-    let spec = match parse_player(&args.engine, &args.option, args.ranks.unwrap_or(0), 0)
-        .context("--engine")?
-    {
-        PlayerSpec::Engine(spec) => spec,
-        _ => bail!("--engine '{}': expected uci:COMMAND or ucci:COMMAND", args.engine),
-    };
-    let given = |name: &str| spec.options.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let (variant_given, wdl_given) = (given("UCI_Variant"), given("UCI_ShowWDL"));
-    let mut engine = EnginePlayer::start(spec)
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .with_context(|| format!("engine '{}'", args.engine))?;
-    if engine.offers("UCI_Variant") {
-        if !variant_given {
-            engine
-                .set_option("UCI_Variant", game.name())
-                .map_err(|e| anyhow::anyhow!("engine '{}': UCI_Variant: {e}", args.engine))?;
-        }
-        if args.ranks.is_none() {
-            engine.set_ranks(RankBase::One);
-        }
-    }
-    if engine.offers("UCI_ShowWDL") && !wdl_given {
-        engine
-            .set_option("UCI_ShowWDL", "true")
-            .map_err(|e| anyhow::anyhow!("engine '{}': UCI_ShowWDL: {e}", args.engine))?;
-    }
-    Ok(engine)
+    crate::engine::start_for_game(&args.engine, &args.option, args.ranks, game, true)
 }
 
 /// Labels sample `i` of `shard` with `engine`.

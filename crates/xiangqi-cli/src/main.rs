@@ -54,6 +54,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
 mod analysis;
 mod arena;
 mod bench;
+mod calibrate;
 mod config;
 mod engine;
 mod export;
@@ -95,6 +96,9 @@ enum Command {
     /// The batched analysis engine for servers: JSON queries in, JSON answers out (after
     /// KataGo's analysis engine), many positions searched at once.
     Analysis(analysis::Args),
+    /// Measure the Elo of the engine's skill levels with a network against a fixed ladder
+    /// (random = 0, greedy, an external engine) and write the table into its export.
+    Calibrate(calibrate::Args),
     /// Export a checkpoint as a self-contained net, with safetensors and a JSON description.
     Export(export::Args),
     /// Score a player on tactical test positions kept back from training (mate in one,
@@ -154,6 +158,7 @@ fn main() -> ExitCode {
         Command::Arena(args) => arena::run(&args),
         Command::Uci(args) => uci::run(&args),
         Command::Analysis(args) => analysis::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Tactics(args) => tactics::run(&args),
         Command::Bench(args) => bench::run(&args),

@@ -9,7 +9,8 @@ use anyhow::Context;
 use xiangqi_nn::device::DeviceSpec;
 use xiangqi_nn::{Device, InferenceNet, NnError, NnEvaluator, checkpoint};
 use xiangqi_search::{
-    EvalBuffer, EvalRequest, Evaluator, GameEnv, GameKind, SearchConfig, UniformEvaluator,
+    EvalBuffer, EvalRequest, Evaluator, GameEnv, GameKind, SearchConfig, StrengthTable,
+    UniformEvaluator,
 };
 
 /// The checkpoint a path names: the directory itself if it holds a manifest (a checkpoint or an
@@ -72,22 +73,29 @@ pub fn game_of(path: &Path) -> anyhow::Result<GameKind> {
 /// Loads the network of a checkpoint, export or run directory ([`resolve`]) as an evaluator on
 /// `device`.
 pub fn load(path: &Path, device: &Device) -> anyhow::Result<NnEvaluator> {
-    Ok(load_with_search(path, device)?.0)
+    Ok(load_for_play(path, device)?.0)
 }
 
-/// [`load`], with the `[search]` settings the network was trained with, if its manifest records
-/// them ([`checkpoint::Manifest::search`]).
-pub fn load_with_search(
-    path: &Path,
-    device: &Device,
-) -> anyhow::Result<(NnEvaluator, Option<SearchConfig>)> {
+/// What a network's manifest says about playing it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlayRecord {
+    /// The `[search]` settings it was trained with ([`checkpoint::Manifest::search`]).
+    pub search: Option<SearchConfig>,
+    /// The measured Elo of its skill levels ([`checkpoint::Manifest::strength`]).
+    pub strength: Option<StrengthTable>,
+}
+
+/// [`load`], with what its manifest records for play: the `[search]` settings the network was
+/// trained with and its levels' measured strength, where recorded.
+pub fn load_for_play(path: &Path, device: &Device) -> anyhow::Result<(NnEvaluator, PlayRecord)> {
     let device = device.clone();
     let path = &resolve(path)?;
     let (net, manifest) = checkpoint::load_net(path, None, &device)
         .with_context(|| format!("cannot load the network '{}'", path.display()))?;
     let net = InferenceNet::from_net(&net, &device)
         .with_context(|| format!("cannot prepare the network '{}'", path.display()))?;
-    Ok((NnEvaluator::new(net), manifest.search))
+    let record = PlayRecord { search: manifest.search, strength: manifest.strength };
+    Ok((NnEvaluator::new(net), record))
 }
 
 /// Either evaluator, so that players and the engine have one type whether or not a network is
@@ -95,8 +103,8 @@ pub fn load_with_search(
 pub enum AnyEvaluator {
     /// Uniform priors, value 0.
     Uniform(UniformEvaluator),
-    /// A network, with the search settings it was trained with (if recorded).
-    Net(Box<NnEvaluator>, Option<SearchConfig>),
+    /// A network, with what its manifest records for play.
+    Net(Box<NnEvaluator>, Box<PlayRecord>),
 }
 
 impl AnyEvaluator {
@@ -104,8 +112,8 @@ impl AnyEvaluator {
     pub fn load_optional(path: Option<&Path>, device: &Device) -> anyhow::Result<AnyEvaluator> {
         Ok(match path {
             Some(p) => {
-                let (net, search) = load_with_search(p, device)?;
-                AnyEvaluator::Net(Box::new(net), search)
+                let (net, record) = load_for_play(p, device)?;
+                AnyEvaluator::Net(Box::new(net), Box::new(record))
             }
             None => AnyEvaluator::Uniform(UniformEvaluator),
         })
@@ -121,11 +129,11 @@ impl AnyEvaluator {
         }
     }
 
-    /// The search settings the network was trained with, if its manifest records them.
-    pub fn search(&self) -> Option<&SearchConfig> {
+    /// What the network's manifest records for play (nothing for the uniform evaluator).
+    pub fn record(&self) -> PlayRecord {
         match self {
-            AnyEvaluator::Uniform(_) => None,
-            AnyEvaluator::Net(_, search) => search.as_ref(),
+            AnyEvaluator::Uniform(_) => PlayRecord::default(),
+            AnyEvaluator::Net(_, record) => (**record).clone(),
         }
     }
 

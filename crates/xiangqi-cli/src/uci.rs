@@ -28,6 +28,17 @@
 //! milliseconds instead of seconds). Janggi moves are UCI with ranks 0–9, a pass written as the
 //! general's point twice.
 //!
+//! Strength (Stockfish's convention): `Skill Level` (spin 0–20, default 20 = full strength;
+//! UCCI `skilllevel`), `UCI_LimitStrength` (check, default false; UCCI `limitstrength`) and
+//! `UCI_Elo` (spin over the network's measured levels, offered only for a network that
+//! `xqz calibrate` measured; UCCI `elo`). With `UCI_LimitStrength` the engine plays the level
+//! whose measured Elo is `UCI_Elo` (interpolated between whole levels, [`StrengthTable::level_for_elo`]),
+//! else `Skill Level`; a level below 20 searches its share of the full budget (the table's
+//! `simulations` for a calibrated network, else `Simulations`; fewer if the `go` asks for
+//! fewer) and draws its move as [`Strength::choose`] does (a move that wins at once is always
+//! played; only legal moves, never a banned one). Each such `go` says the level and budget in
+//! an `info string`.
+//!
 //! Without a network (no `--net`, no `NetPath` yet) the engine says at `uciok`/`ucciok` and at
 //! every `go`, in an `info string`, that it searches with uniform priors ([`NO_NETWORK`]).
 //!
@@ -54,8 +65,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use xiangqi::{Game, Move, Outcome, janggi};
-use xiangqi_search::{Evaluator, GameEnv, GameKind, SearchConfig, SearchGame};
+use xiangqi_search::{
+    Evaluator, GameEnv, GameKind, MAX_LEVEL, SearchConfig, SearchGame, Strength, StrengthTable,
+};
 
+use crate::net::PlayRecord;
 use crate::uci_search::{self, Controls, Dialect, Job, Output, SearchOptions};
 
 /// The message for `NetPath` when the engine has no way to load a network.
@@ -69,9 +83,9 @@ pub type NetLoader<E> = Box<dyn Fn(&str) -> Result<E, String> + Send>;
 /// there is no network.
 pub type EvaluatorNote<E> = Box<dyn Fn(&E) -> Option<String> + Send>;
 
-/// The `[search]` settings an evaluator's network was trained with (`None`: none recorded, or
-/// no network).
-pub type NetSearch<E> = Box<dyn Fn(&E) -> Option<SearchConfig> + Send>;
+/// What an evaluator's network records for play: its `[search]` settings and its levels'
+/// measured strength (nothing without a network).
+pub type NetRecord<E> = Box<dyn Fn(&E) -> PlayRecord + Send>;
 
 /// What `xqz uci` says at `uciok` and at every `go` while it has no network.
 pub const NO_NETWORK: &str = "no network loaded: searching with uniform priors and the rules' \
@@ -109,6 +123,12 @@ struct Options<G: GameEnv> {
     /// `Algorithm`, `CPuct`, `FpuReduction`, `GumbelConsideredMoves`, `GumbelCVisit`,
     /// `GumbelCScale`, `WinCheck`.
     search: SearchOptions,
+    /// `UCI_LimitStrength`: play at `UCI_Elo` instead of `Skill Level`.
+    limit_strength: bool,
+    /// `UCI_Elo`, once set (until then the weakest level's).
+    elo: Option<f64>,
+    /// `Skill Level`, 0 to 20 (20: full strength).
+    skill: u32,
 }
 
 impl<G: GameEnv> Default for Options<G> {
@@ -123,6 +143,9 @@ impl<G: GameEnv> Default for Options<G> {
             usemillisec: false,
             show_wdl: true,
             search: SearchOptions::default(),
+            limit_strength: false,
+            elo: None,
+            skill: MAX_LEVEL,
         }
     }
 }
@@ -152,8 +175,12 @@ pub struct Engine<E: Evaluator<G> + Send + 'static, G: GameEnv> {
     net_loader: Option<NetLoader<E>>,
     /// What to say of the evaluator at `uciok` and at each `go`.
     evaluator_note: Option<EvaluatorNote<E>>,
-    /// The network's recorded search settings.
-    net_search: Option<NetSearch<E>>,
+    /// What the network records for play.
+    net_record: Option<NetRecord<E>>,
+    /// Searches started, for the move draws of a level below full strength.
+    searches: u64,
+    /// The master seed of those draws (from the clock at start, so games differ).
+    seed: u64,
     /// The real clocks (halfmove clock, fullmove number) of the GUI's position where [`play_on`]
     /// last dropped the history, if it did: `game`'s clocks count from there.
     clock_base: Option<(u32, u32)>,
@@ -232,7 +259,11 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             evaluator: Arc::new(Mutex::new(evaluator)),
             net_loader: None,
             evaluator_note: None,
-            net_search: None,
+            net_record: None,
+            searches: 0,
+            seed: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
             clock_base: None,
             running: None,
             fixed_game: false,
@@ -268,19 +299,56 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         self
     }
 
-    /// Starts each search from `settings(evaluator)`, the search settings its network was
-    /// trained with, where it records them (the engine's options override them).
-    pub fn with_net_search(mut self, settings: NetSearch<E>) -> Engine<E, G> {
-        self.net_search = Some(settings);
+    /// Starts each search from `record(evaluator)`: the search settings its network was
+    /// trained with, where it records them (the engine's options override them), and the
+    /// measured strength of its levels (for `UCI_Elo`).
+    pub fn with_net_record(mut self, record: NetRecord<E>) -> Engine<E, G> {
+        self.net_record = Some(record);
         self
+    }
+
+    /// What the network records for play (between searches).
+    fn net_record(&mut self) -> PlayRecord {
+        let Some(record) = self.net_record.take() else { return PlayRecord::default() };
+        let got = self.with_evaluator(|e| record(e));
+        self.net_record = Some(record);
+        got
     }
 
     /// The network's recorded search settings, if any (between searches).
     fn net_search(&mut self) -> Option<SearchConfig> {
-        let settings = self.net_search.take()?;
-        let config = self.with_evaluator(|e| settings(e));
-        self.net_search = Some(settings);
-        config
+        self.net_record().search
+    }
+
+    /// The level to play at, if below full strength, the full budget its simulations are a
+    /// share of, and what to tell the GUI about it.
+    fn strength(&mut self, table: Option<&StrengthTable>) -> Option<(Strength, u64, String)> {
+        let o = &self.options;
+        let (strength, why) = match (o.limit_strength, table) {
+            (true, Some(t)) => {
+                let (low, _) = t.elo_range();
+                let elo = o.elo.unwrap_or(low as f64);
+                let s = t.level_for_elo(elo);
+                (s, format!("UCI_Elo {elo}: {s}"))
+            }
+            (true, None) => {
+                let note = format!(
+                    "UCI_LimitStrength: this network has no measured levels (run xqz calibrate \
+                     on its export), so UCI_Elo cannot be met; playing Skill Level {}",
+                    o.skill
+                );
+                self.info(&note);
+                (Strength::skill(self.options.skill), format!("Skill Level {}", self.options.skill))
+            }
+            (false, _) => (Strength::skill(o.skill), format!("Skill Level {}", o.skill)),
+        };
+        let o = &self.options;
+        if strength.is_full() {
+            return None;
+        }
+        // The measured Elo holds for the budget the table was measured with.
+        let full = table.map_or(o.simulations, |t| u64::from(t.simulations));
+        Some((strength, full, why))
     }
 
     /// The evaluator note, if there is one now (between searches).
@@ -359,7 +427,9 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         self.dialect = dialect;
         let version = env!("CARGO_PKG_VERSION");
         // The search options' defaults: the network's recorded settings, else the built-in ones.
-        let base = self.net_search().unwrap_or_default();
+        let record = self.net_record();
+        let base = record.search.clone().unwrap_or_default();
+        let strength = strength_option_lines(record.strength.as_ref(), dialect);
         let o = &self.options;
         let defaults = Options::<G>::default();
         let rules_vars: String = G::KIND.rule_names().iter().map(|r| format!(" var {r}")).collect();
@@ -385,6 +455,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                 ]
                 .into_iter()
                 .chain(SearchOptions::option_lines(&base, Dialect::Uci))
+                .chain(strength)
                 {
                     self.out.line(&line);
                 }
@@ -411,6 +482,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                 ]
                 .into_iter()
                 .chain(SearchOptions::option_lines(&base, Dialect::Ucci))
+                .chain(strength)
                 {
                     self.out.line(&line);
                 }
@@ -504,6 +576,42 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             },
             "usemillisec" => check(&value).map(|v| self.options.usemillisec = v),
             "uci_showwdl" => check(&value).map(|v| self.options.show_wdl = v),
+            "uci_limitstrength" | "limitstrength" => {
+                check(&value).map(|v| self.options.limit_strength = v)
+            }
+            "skill level" | "skilllevel" => match value.trim().parse::<u32>() {
+                Ok(v) if v <= MAX_LEVEL => {
+                    self.options.skill = v;
+                    Ok(())
+                }
+                _ => Err(format!(
+                    "option {name}: '{value}' is not a whole number in 0..={MAX_LEVEL}"
+                )),
+            },
+            "uci_elo" | "elo" => match value.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() => match self.net_record().strength {
+                    Some(t) => {
+                        let (low, high) = t.elo_range();
+                        let clamped = v.clamp(low as f64, high as f64);
+                        self.options.elo = Some(clamped);
+                        if clamped == v {
+                            Ok(())
+                        } else {
+                            Err(format!(
+                                "option UCI_Elo: {v} is outside this network's levels, {low} to \
+                                 {high}; playing at {clamped}"
+                            ))
+                        }
+                    }
+                    None => {
+                        self.options.elo = Some(v);
+                        Err("option UCI_Elo: this network has no measured levels (run xqz \
+                             calibrate on its export); UCI_LimitStrength plays Skill Level"
+                            .to_string())
+                    }
+                },
+                _ => Err(format!("option {name}: '{value}' is not a number")),
+            },
             k if SearchOptions::NAMES.contains(&k) => {
                 let net = self.net_search();
                 self.options.search.set(k, &name, &value, net.as_ref())
@@ -819,13 +927,27 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
         };
         let hash = (self.options.hash_mb as usize).saturating_mul(1 << 20);
         let max_nodes = (hash / uci_search::bytes_per_node::<G>(root.moves().len())).max(64);
+        let record = self.net_record();
+        // A level below full strength searches its share of the full budget (fewer where the
+        // `go` asks for fewer), whatever else limits the search.
+        let level = self.strength(record.strength.as_ref());
+        let simulations = match &level {
+            Some((strength, full, why)) => {
+                let full = u32::try_from(*full).unwrap_or(u32::MAX);
+                let n = u64::from(strength.simulations(full));
+                let n = simulations.map_or(n, |g| g.min(n));
+                self.info(&format!("playing at {why}: {n} simulations a move"));
+                Some(n)
+            }
+            None => simulations,
+        };
         // Gumbel needs its budget beforehand: a search until `stop` is PUCT.
-        let budget = if go.infinite || go.ponder { None } else { simulations };
-        let net = self.net_search();
-        let (search, notes) = self.options.search.for_search(net.as_ref(), budget);
+        let budget = if (go.infinite || go.ponder) && level.is_none() { None } else { simulations };
+        let (search, notes) = self.options.search.for_search(record.search.as_ref(), budget);
         for note in notes {
             self.info(&note);
         }
+        self.searches += 1;
         let job = Job {
             game: root,
             search,
@@ -836,6 +958,8 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             multipv: self.options.multipv as usize,
             max_nodes,
             dialect,
+            strength: level.map(|(strength, _, _)| strength),
+            seed: self.seed ^ self.searches.wrapping_mul(0x9e37_79b9_7f4a_7c15),
         };
         let controls = Arc::new(Controls::new(go.infinite || go.ponder, job.time));
         let handle = uci_search::spawn(
@@ -891,6 +1015,33 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Drop for Engine<E, G> {
     fn drop(&mut self) {
         self.stop_search();
     }
+}
+
+/// The `option` lines of the strength options: `UCI_LimitStrength`, `UCI_Elo` (only with a
+/// network whose levels were measured: its range is theirs, its default the weakest) and
+/// `Skill Level`. UCCI names them `limitstrength`, `elo` and `skilllevel`.
+fn strength_option_lines(table: Option<&StrengthTable>, dialect: Dialect) -> Vec<String> {
+    let ucci = dialect == Dialect::Ucci;
+    let mut lines = Vec::new();
+    lines.push(if ucci {
+        "option limitstrength type check default false".to_string()
+    } else {
+        "option name UCI_LimitStrength type check default false".to_string()
+    });
+    if let Some(t) = table {
+        let (low, high) = t.elo_range();
+        lines.push(if ucci {
+            format!("option elo type spin min {low} max {high} default {low}")
+        } else {
+            format!("option name UCI_Elo type spin default {low} min {low} max {high}")
+        });
+    }
+    lines.push(if ucci {
+        format!("option skilllevel type spin min 0 max {MAX_LEVEL} default {MAX_LEVEL}")
+    } else {
+        format!("option name Skill Level type spin default {MAX_LEVEL} min 0 max {MAX_LEVEL}")
+    });
+    lines
 }
 
 /// Plays `mv`, a legal move in the game's position, as a GUI sends it: once the rules have
@@ -1146,7 +1297,7 @@ fn serve_as<G: GameEnv>(
     let mut engine: Engine<_, G> = Engine::new(evaluator, Output::new(Box::new(io::stdout())))
         .with_net_loader(loader)
         .with_evaluator_note(note)
-        .with_net_search(Box::new(|e| e.search().cloned()));
+        .with_net_record(Box::new(crate::net::AnyEvaluator::record));
     if session.pinned {
         engine = engine.with_fixed_game();
     }
@@ -1360,5 +1511,67 @@ mod tests {
         );
         assert!(out.contains(&"nobestmove".to_string()));
         assert_eq!(out.last().map(String::as_str), Some("bye"));
+    }
+
+    #[test]
+    fn skill_levels_play_legal_moves_and_mates_in_one() {
+        let uci = run_script("uci\n");
+        assert!(uci.contains(&"option name UCI_LimitStrength type check default false".into()));
+        assert!(uci.contains(&"option name Skill Level type spin default 20 min 0 max 20".into()));
+        // No measured levels without a calibrated network: no UCI_Elo offered.
+        assert!(!uci.iter().any(|l| l.contains("UCI_Elo")), "{uci:?}");
+        // Level 0 plays at random, but never past a mate in one (b7-b9, or a8-f8 leaving Black
+        // without a move).
+        let mut script = String::from("setoption name Skill Level value 0\n");
+        for _ in 0..12 {
+            script.push_str("position fen 4k4/R8/1R7/9/9/9/9/9/9/3K5 w - - 0 1\ngo nodes 800\n");
+        }
+        let out = run_script(&script);
+        let moves: Vec<&str> = out.iter().filter_map(|l| l.strip_prefix("bestmove ")).collect();
+        assert_eq!(moves.len(), 12, "{out:?}");
+        for m in &moves {
+            let m = m.split_whitespace().next().unwrap();
+            assert!(["b7b9", "a8f8", "b7f7"].contains(&m), "{m}: {out:?}");
+        }
+        // The level's share of the budget: 800^(0/20) = 1 simulation.
+        assert!(
+            out.iter().any(|l| l == "info string playing at Skill Level 0: 1 simulations a move"),
+            "{out:?}"
+        );
+        // From the start position, level 3 spreads its moves over many legal ones.
+        let mut script = String::from("setoption name Skill Level value 3\n");
+        for _ in 0..30 {
+            script.push_str("position startpos\ngo nodes 100\n");
+        }
+        let out = run_script(&script);
+        let start = xiangqi::Position::start();
+        let mut seen = std::collections::HashSet::new();
+        for m in out.iter().filter_map(|l| l.strip_prefix("bestmove ")) {
+            let m = m.split_whitespace().next().unwrap();
+            assert!(start.parse_uci(m).is_ok(), "{m}");
+            seen.insert(m.to_string());
+        }
+        assert!(seen.len() >= 5, "{seen:?}");
+    }
+
+    #[test]
+    fn strength_options_explain_bad_values() {
+        let out = run_script(
+            "setoption name Skill Level value 21\nsetoption name Skill Level value x\n\
+             setoption name UCI_LimitStrength value maybe\nsetoption name UCI_Elo value 1500\n\
+             setoption name UCI_LimitStrength value true\nposition startpos\ngo nodes 50\n",
+        );
+        let infos: Vec<&String> = out.iter().filter(|l| l.starts_with("info string")).collect();
+        assert!(
+            infos.iter().any(|l| l.contains("'21' is not a whole number in 0..=20")),
+            "{out:?}"
+        );
+        assert!(infos.iter().any(|l| l.contains("'maybe' is not true or false")), "{out:?}");
+        assert!(infos.iter().any(|l| l.contains("no measured levels")), "{out:?}");
+        // UCI_LimitStrength without a table plays Skill Level (20 here: full strength, no
+        // level line) and says so.
+        assert!(infos.iter().any(|l| l.contains("UCI_Elo cannot be met; playing Skill Level 20")));
+        assert!(!out.iter().any(|l| l.contains("playing at")), "{out:?}");
+        assert!(out.iter().any(|l| l.starts_with("bestmove ")), "{out:?}");
     }
 }

@@ -43,7 +43,7 @@ use xiangqi_search::GameEnv;
 use xiangqi_search::arena::drive_search;
 use xiangqi_search::{
     Algorithm, Checked, ConfigError, EvalBuffer, EvalRequest, Evaluator, NodeId, NodeStatus,
-    Search, SearchConfig, Tree, WinCheck, game_rng,
+    Search, SearchConfig, Strength, Tree, WinCheck, game_rng,
 };
 
 /// How often `info` is printed while searching.
@@ -335,6 +335,12 @@ pub struct Job<G: GameEnv> {
     pub max_nodes: usize,
     /// Output dialect.
     pub dialect: Dialect,
+    /// A level below full strength: the move is drawn as [`Strength::choose`] does, and the
+    /// search, once its simulations are done, waits for `stop` in an infinite or pondering
+    /// `go` instead of searching on.
+    pub strength: Option<Strength>,
+    /// The seed of a level's move draw.
+    pub seed: u64,
 }
 
 /// Shared controls of a running search.
@@ -680,9 +686,10 @@ fn search<G: GameEnv, E: Evaluator<G>>(
         if controls.stop.load(Ordering::Relaxed) || out_of_limits(done_before) {
             break;
         }
-        if search.tree().len() >= job.max_nodes {
-            // The tree is full: a limited search ends; an infinite one waits for stop or
-            // ponderhit (after which its limits apply).
+        let level_done = job.strength.is_some() && done_before >= limit;
+        if search.tree().len() >= job.max_nodes || level_done {
+            // The tree is full (or a level has searched its share): a limited search ends; an
+            // infinite one waits for stop or ponderhit (after which its limits apply).
             while controls.infinite.load(Ordering::Relaxed)
                 && !controls.stop.load(Ordering::Relaxed)
             {
@@ -698,6 +705,14 @@ fn search<G: GameEnv, E: Evaluator<G>>(
     print_info(out, &search, job, started);
     let tree = search.tree();
     let ranked = ranked_root_moves(tree, &job.banned, halving_winner(&search));
+    if let Some(strength) = job.strength {
+        let mut rng = game_rng(job.seed, 1);
+        let chosen = strength.choose(&search, |m| !job.banned.contains(&m), &mut rng);
+        if let Some(&(m, child, _)) = chosen.and_then(|m| ranked.iter().find(|r| r.0 == m)) {
+            let line = line_from(tree, m, child, 0.0);
+            return Ok(Some((m, line.moves.get(1).copied())));
+        }
+    }
     Ok(ranked.first().map(|&(best, child, _)| {
         let line = line_from(tree, best, child, 0.0);
         (best, line.moves.get(1).copied())

@@ -30,7 +30,7 @@ use burn::store::ModuleRecord;
 use burn::tensor::{Bytes, Device};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use xiangqi_search::{Encoding, GameKind, SearchConfig};
+use xiangqi_search::{Encoding, GameKind, SearchConfig, StrengthTable};
 
 use crate::config::{ConfigError, NetConfig, TrainConfig};
 use crate::model::Net;
@@ -283,6 +283,10 @@ pub struct Manifest {
     /// they were recorded, and in nets not trained by self-play.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchConfig>,
+    /// The measured Elo of the engine's skill levels with this network (`xqz calibrate`;
+    /// exports only): what `UCI_Elo` maps to a level. Absent until calibrated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strength: Option<StrengthTable>,
     /// The other files of the checkpoint.
     pub files: Vec<FileEntry>,
 }
@@ -327,6 +331,7 @@ impl Manifest {
             rng: None,
             pretrained: None,
             search: None,
+            strength: None,
             files: Vec::new(),
         }
     }
@@ -610,6 +615,44 @@ pub fn read_manifest(
             reason: format!("it lists no {MODEL_FILE}"),
         });
     }
+    if let Some(table) = &manifest.strength {
+        table.validate().map_err(|reason| CheckpointError::BadManifest { path, reason })?;
+    }
+    Ok(manifest)
+}
+
+/// Records `table` (or removes the record, with `None`) in the manifest of the checkpoint or
+/// export `dir`, leaving its other files as they are: the new manifest is written to a
+/// temporary file beside the old one, synced, and renamed over it, so a crash leaves one or the
+/// other whole.
+///
+/// # Errors
+/// As [`read_manifest`] for the manifest there now, [`CheckpointError::BadManifest`] for a
+/// table that fails [`StrengthTable::validate`], [`CheckpointError::Io`] or
+/// [`CheckpointError::Serialize`].
+pub fn write_strength(
+    dir: &Path,
+    table: Option<&StrengthTable>,
+) -> Result<Manifest, CheckpointError> {
+    let mut manifest = read_manifest(dir, None)?;
+    if let Some(table) = table {
+        table
+            .validate()
+            .map_err(|reason| CheckpointError::BadManifest { path: dir.join(MANIFEST), reason })?;
+    }
+    manifest.strength = table.cloned();
+    let text = toml::to_string(&manifest)
+        .map_err(|e| CheckpointError::Serialize { what: "the manifest", reason: e.to_string() })?;
+    let unique = format!("{}-{}", std::process::id(), TEMP_COUNTER.fetch_add(1, Ordering::Relaxed));
+    let tmp = dir.join(format!(".{MANIFEST}.tmp-{unique}"));
+    let path = dir.join(MANIFEST);
+    let result = write_synced(&tmp, text.as_bytes())
+        .and_then(|()| fs::rename(&tmp, &path).map_err(io_err(&path)));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result?;
+    sync_dir(dir);
     Ok(manifest)
 }
 

@@ -427,6 +427,8 @@ pub fn export_net(
     manifest.counters = source.counters.clone();
     manifest.pretrained = source.pretrained.clone();
     manifest.search = source.search.clone();
+    // An export of an export keeps its calibration: the same weights.
+    manifest.strength = source.strength.clone();
     let model = checkpoint::model_bytes(net)?;
     checkpoint::write_atomically(
         out,
