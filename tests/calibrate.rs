@@ -187,9 +187,74 @@ fn janggi_nets_calibrate_and_bad_requests_are_refused() {
     .unwrap();
     manifest.insert("strength".into(), toml::Value::Table(broken));
     fs::write(net.join("manifest.toml"), toml::to_string(&manifest).unwrap()).unwrap();
+    // A damaged table is dropped with a warning that names it; the net still plays, without
+    // UCI_Elo.
+    let mut child = xqz()
+        .args(["uci", "--net"])
+        .arg(&net)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"uci\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = text(&o);
+    assert!(out.lines().any(|l| l == "uciok") && !out.contains("UCI_Elo"), "{out}");
+    assert!(err.contains("damaged and ignored") && err.contains("strength.simulations"), "{err}");
+    // Calibrating it again writes a good table over the damaged one.
+    let o = xqz()
+        .args(["calibrate", "--simulations", "2", "--games", "2", "--threads", "1"])
+        .arg("--net")
+        .arg(&net)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
     let out = uci(&net, "uci\n");
-    assert!(!out.iter().any(|l| l == "uciok"), "{out:?}");
-    let o = xqz().args(["uci", "--net"]).arg(&net).stdin(Stdio::null()).output().unwrap();
-    assert!(text(&o).1.contains("strength.simulations"), "{}", text(&o).1);
+    assert!(out.iter().any(|l| l.starts_with("option name UCI_Elo")), "{out:?}");
+    // The report may not go inside the net, where it would replace one of its files.
+    let o = xqz()
+        .args(["calibrate", "--games", "2", "--json"])
+        .arg(net.join("model.safetensors"))
+        .arg("--net")
+        .arg(&net)
+        .output()
+        .unwrap();
+    assert!(!o.status.success() && text(&o).1.contains("is inside the network"), "{}", text(&o).1);
+    // A command that is no engine fails before any game.
+    let started = std::time::Instant::now();
+    let o = xqz()
+        .args(["calibrate", "--games", "40", "--engine", "uci:/nonexistent/engine"])
+        .arg("--net")
+        .arg(&net)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o).1);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    // An engine that plays an illegal move forfeits: no rating comes of it.
+    let liar = net.with_extension("liar.sh");
+    fs::write(
+        &liar,
+        "#!/bin/sh\nwhile read -r line; do\n  case \"$line\" in\n    uci) echo 'id name liar'; \
+         echo uciok;;\n    isready) echo readyok;;\n    go*) echo 'bestmove a0a0';;\n    \
+         quit) exit 0;;\n  esac\ndone\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&liar, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let o = xqz()
+        .args(["calibrate", "--simulations", "2", "--games", "2", "--threads", "1", "--dry-run"])
+        .args(["--engine-levels", "20", "--engine"])
+        .arg(format!("uci:{}", liar.display()))
+        .arg("--net")
+        .arg(&net)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o).0);
+    assert!(text(&o).1.contains("forfeited 2 of 2 games"), "{}", text(&o).1);
+    let _ = fs::remove_file(&liar);
     let _ = fs::remove_dir_all(&net);
 }

@@ -512,18 +512,27 @@ fn tasks_of<G: GameEnv>(
         (Some(_), Some(t)) => u64::from(t.simulations),
         _ => u64::from(args.visits),
     };
-    let visits = q.max_visits.unwrap_or(default_visits);
+    let full = q.max_visits.unwrap_or(default_visits);
+    // A level searches its share of the full budget: the share is what --max-visits bounds.
+    let visits = match level {
+        Some(s) => u64::from(s.simulations(full.min(u64::from(u32::MAX)) as u32)),
+        None => full,
+    };
     let most = args.max_visits;
     if !(1..=u64::from(most)).contains(&visits) {
+        let (field, what) = match (level, q.max_visits) {
+            (Some(s), Some(_)) => {
+                ("maxVisits", format!("{s} of maxVisits {full}: {visits} visits"))
+            }
+            (Some(s), None) => ("level", format!("{s} of the calibrated {full}: {visits} visits")),
+            (None, _) => ("maxVisits", format!("{visits}")),
+        };
         return Err(bad(
-            Some("maxVisits"),
-            format!("{visits} is not between 1 and {most} (this engine's --max-visits)"),
+            Some(field),
+            format!("{what} is not between 1 and {most} (this engine's --max-visits)"),
         ));
     }
-    let visits = match level {
-        Some(s) => s.simulations(visits as u32),
-        None => visits as u32,
-    };
+    let visits = visits as u32;
     if q.max_move_infos == Some(0) {
         return Err(bad(Some("maxMoveInfos"), "must be at least 1".into()));
     }
@@ -558,7 +567,7 @@ fn tasks_of<G: GameEnv>(
             let seed = q.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
                 (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
             }) ^ turn as u64;
-            let level = level.filter(|s| !s.is_full()).map(|s| (s, seed));
+            let level = level.map(|s| (s, seed));
             tasks.push(Task {
                 id: q.id.clone(),
                 turn,

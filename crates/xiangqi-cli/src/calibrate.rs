@@ -24,7 +24,7 @@
 //! are named in a warning (play more games).
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -155,6 +155,38 @@ fn parse_levels(text: &str) -> anyhow::Result<Vec<u32>> {
     Ok(levels)
 }
 
+/// Refuses a `--json` path inside the network's directory (it would replace one of its files)
+/// or where no file can be written.
+fn check_json_target(path: &Path, dir: &Path) -> anyhow::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let parent = parent
+        .canonicalize()
+        .with_context(|| format!("--json '{}': its directory does not exist", path.display()))?;
+    if path.is_dir() {
+        bail!("--json '{}' is a directory; name a file", path.display());
+    }
+    if parent.starts_with(dir) {
+        bail!(
+            "--json '{}' is inside the network '{}': write the report elsewhere",
+            path.display(),
+            dir.display()
+        );
+    }
+    check_writable(&parent).with_context(|| format!("--json '{}'", path.display()))
+}
+
+/// Checks that a file can be created in `dir` (and removes it).
+fn check_writable(dir: &Path) -> anyhow::Result<()> {
+    let probe = dir.join(format!(".xqz-calibrate-probe-{}", std::process::id()));
+    fs::write(&probe, b"")
+        .with_context(|| format!("cannot write into '{}' (the table goes there)", dir.display()))?;
+    let _ = fs::remove_file(&probe);
+    Ok(())
+}
+
 /// Runs the command.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let engine_levels = parse_levels(&args.engine_levels)?;
@@ -171,6 +203,35 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             dir.display()
         );
     }
+    // Everything that could fail after hours of games is checked first: where the results go,
+    // and the engine (in `run_game`).
+    let dir = dir.canonicalize().with_context(|| format!("--net '{}'", dir.display()))?;
+    if let Some(path) = &args.json {
+        check_json_target(path, &dir)?;
+    }
+    if !args.dry_run {
+        check_writable(&dir)?;
+        if let Some(old) = &manifest.strength {
+            errln!(
+                "note: {} holds a table of {} games at {} simulations; it will be replaced",
+                dir.display(),
+                old.games,
+                old.simulations
+            );
+        }
+    }
+    if args.engine.is_none() {
+        let unused: Vec<&str> = [
+            (!args.engine_option.is_empty(), "--engine-option"),
+            (args.engine_ranks.is_some(), "--engine-ranks"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !unused.is_empty() {
+            errln!("warning: {} without --engine: ignored", unused.join(" and "));
+        }
+    }
     if args.threads > 0 {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(args.threads as usize).build_global();
     }
@@ -182,7 +243,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 fn run_game<G: GameEnv>(
     args: &Args,
-    dir: &std::path::Path,
+    dir: &Path,
     engine_levels: &[u32],
 ) -> anyhow::Result<ExitCode> {
     let rules = match &args.rules {
@@ -246,6 +307,21 @@ fn run_game<G: GameEnv>(
         },
         sprt: None,
     };
+    // The engine first: a wrong command fails now, not after the local games.
+    let mut engine = match &args.engine {
+        Some(engine) => {
+            let mut player = crate::engine::start_for_game(
+                engine,
+                &args.engine_option,
+                args.engine_ranks,
+                G::KIND,
+                false,
+            )?;
+            player.set_nodes(Some(args.engine_nodes));
+            Some(player)
+        }
+        None => None,
+    };
     let schedule = local_schedule();
     let engine_pairs = if args.engine.is_some() { engine_levels.len() } else { 0 };
     let total = (schedule.len() + engine_pairs) as u64 * u64::from(args.games);
@@ -289,18 +365,10 @@ fn run_game<G: GameEnv>(
         note(&names[a], &names[b], wdl, &bar);
         pairings.push(Pairing { a, b, wdl });
     }
-    if let Some(engine) = &args.engine {
-        let mut player = crate::engine::start_for_game(
-            engine,
-            &args.engine_option,
-            args.engine_ranks,
-            G::KIND,
-            false,
-        )?;
-        player.set_nodes(Some(args.engine_nodes));
+    if let Some(player) = engine.as_mut() {
         let engine_name = format!(
             "{} ({} node{})",
-            Player::<G>::name(&player),
+            Player::<G>::name(&*player),
             args.engine_nodes,
             if args.engine_nodes == 1 { "" } else { "s" }
         );
@@ -310,16 +378,24 @@ fn run_game<G: GameEnv>(
             let a = level_index(s);
             bar.set_message(format!("{} vs {engine_name}", names[a]));
             let mut level = players[a].to_player::<G, _>(&mut evaluator)?;
-            let stats = run_match(
-                level.as_mut(),
-                &mut player,
-                &openings,
-                &config,
-                |_, stats: &MatchStats| {
+            let stats =
+                run_match(level.as_mut(), player, &openings, &config, |_, stats: &MatchStats| {
                     bar.set_position(done + u64::from(stats.games()));
                     true
-                },
-            );
+                });
+            // A forfeit is no result of play: an engine that crashes or plays illegal moves,
+            // or a failed network, gets no rating.
+            for (who, name) in [(0, &names[a]), (1, &engine_name)] {
+                let n = stats.total_forfeits(who);
+                if n > 0 {
+                    bail!(
+                        "{} vs {engine_name}: {name} forfeited {n} of {} games (illegal moves, \
+                         crashes, timeouts or errors; xqz arena shows each): no rating from them",
+                        names[a],
+                        stats.games()
+                    );
+                }
+            }
             done += u64::from(args.games);
             note(&names[a], &engine_name, stats.wdl, &bar);
             pairings.push(Pairing { a, b: engine_index, wdl: stats.wdl });

@@ -94,6 +94,13 @@ pub fn load_for_play(path: &Path, device: &Device) -> anyhow::Result<(NnEvaluato
         .with_context(|| format!("cannot load the network '{}'", path.display()))?;
     let net = InferenceNet::from_net(&net, &device)
         .with_context(|| format!("cannot prepare the network '{}'", path.display()))?;
+    if let Some(reason) = &manifest.strength_error {
+        errln!(
+            "warning: {}: the table of measured levels is damaged and ignored ({reason}); \
+             UCI_Elo is not offered until xqz calibrate measures the levels again",
+            path.display()
+        );
+    }
     let record = PlayRecord { search: manifest.search, strength: manifest.strength };
     Ok((NnEvaluator::new(net), record))
 }

@@ -343,7 +343,9 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             (false, _) => (Strength::skill(o.skill), format!("Skill Level {}", o.skill)),
         };
         let o = &self.options;
-        if strength.is_full() {
+        // Full strength is unlimited, except where UCI_Elo names the top of a table: that Elo
+        // was measured at the table's budget.
+        if strength.is_full() && !(o.limit_strength && table.is_some()) {
             return None;
         }
         // The measured Elo holds for the budget the table was measured with.
@@ -936,7 +938,8 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                 let full = u32::try_from(*full).unwrap_or(u32::MAX);
                 let n = u64::from(strength.simulations(full));
                 let n = simulations.map_or(n, |g| g.min(n));
-                self.info(&format!("playing at {why}: {n} simulations a move"));
+                let unit = if n == 1 { "simulation" } else { "simulations" };
+                self.info(&format!("playing at {why}: {n} {unit} a move"));
                 Some(n)
             }
             None => simulations,
@@ -1535,7 +1538,7 @@ mod tests {
         }
         // The level's share of the budget: 800^(0/20) = 1 simulation.
         assert!(
-            out.iter().any(|l| l == "info string playing at Skill Level 0: 1 simulations a move"),
+            out.iter().any(|l| l == "info string playing at Skill Level 0: 1 simulation a move"),
             "{out:?}"
         );
         // From the start position, level 3 spreads its moves over many legal ones.

@@ -287,6 +287,10 @@ pub struct Manifest {
     /// exports only): what `UCI_Elo` maps to a level. Absent until calibrated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strength: Option<StrengthTable>,
+    /// Why the manifest's `[strength]` table was dropped when it was read (it did not parse or
+    /// failed [`StrengthTable::validate`]): the network loads without it. Never written.
+    #[serde(skip)]
+    pub strength_error: Option<String>,
     /// The other files of the checkpoint.
     pub files: Vec<FileEntry>,
 }
@@ -332,6 +336,7 @@ impl Manifest {
             pretrained: None,
             search: None,
             strength: None,
+            strength_error: None,
             files: Vec::new(),
         }
     }
@@ -550,7 +555,7 @@ pub fn read_manifest(
     };
     // The format version first, so that a later format is reported as such, not as a parse
     // error of its fields.
-    let table: toml::Table = toml::from_str(&text)
+    let mut table: toml::Table = toml::from_str(&text)
         .map_err(|e| CheckpointError::BadManifest { path: path.clone(), reason: e.to_string() })?;
     let version = table.get("format_version").and_then(toml::Value::as_integer);
     match version {
@@ -568,8 +573,23 @@ pub fn read_manifest(
             });
         }
     }
-    let manifest: Manifest = toml::from_str(&text)
-        .map_err(|e| CheckpointError::BadManifest { path: path.clone(), reason: e.to_string() })?;
+    // The levels' table is read on its own: a damaged one is dropped (and said so in
+    // `strength_error`), never the network with it.
+    let strength = table.remove("strength");
+    let mut manifest: Manifest =
+        toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| {
+            CheckpointError::BadManifest { path: path.clone(), reason: e.to_string() }
+        })?;
+    if let Some(value) = strength {
+        let checked = value
+            .try_into::<StrengthTable>()
+            .map_err(|e| format!("[strength]: {}", e.message()))
+            .and_then(|t| t.validate().map(|()| t));
+        match checked {
+            Ok(t) => manifest.strength = Some(t),
+            Err(reason) => manifest.strength_error = Some(reason),
+        }
+    }
     let dir_buf = || dir.to_path_buf();
     let encoding = manifest.encoding();
     if manifest.encoding_version != encoding.version {
@@ -615,9 +635,6 @@ pub fn read_manifest(
             reason: format!("it lists no {MODEL_FILE}"),
         });
     }
-    if let Some(table) = &manifest.strength {
-        table.validate().map_err(|reason| CheckpointError::BadManifest { path, reason })?;
-    }
     Ok(manifest)
 }
 
@@ -641,12 +658,19 @@ pub fn write_strength(
             .map_err(|reason| CheckpointError::BadManifest { path: dir.join(MANIFEST), reason })?;
     }
     manifest.strength = table.cloned();
+    manifest.strength_error = None;
     let text = toml::to_string(&manifest)
         .map_err(|e| CheckpointError::Serialize { what: "the manifest", reason: e.to_string() })?;
     let unique = format!("{}-{}", std::process::id(), TEMP_COUNTER.fetch_add(1, Ordering::Relaxed));
     let tmp = dir.join(format!(".{MANIFEST}.tmp-{unique}"));
     let path = dir.join(MANIFEST);
+    // The new manifest keeps the old one's permissions.
+    let permissions = fs::metadata(&path).map(|m| m.permissions()).ok();
     let result = write_synced(&tmp, text.as_bytes())
+        .and_then(|()| match permissions {
+            Some(p) => fs::set_permissions(&tmp, p).map_err(io_err(&tmp)),
+            None => Ok(()),
+        })
         .and_then(|()| fs::rename(&tmp, &path).map_err(io_err(&path)));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

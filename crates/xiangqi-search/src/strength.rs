@@ -11,11 +11,13 @@
 //!   `√B`, level 20 all of `B`);
 //! * with probability `ε(s) = max(0, 1 − s/6)` a uniformly random legal move
 //!   ([`Strength::random_move_rate`]: level 0 is a random mover, from level 6 on never);
-//! * otherwise a move drawn from the search's policy sharpened by the temperature
+//! * otherwise a move drawn from the search's visits sharpened by the temperature
 //!   `τ(s) = 1 − 0.95 · s/20` ([`Strength::temperature`]): `P(a) ∝ w(a)^(1/τ)` with
-//!   `w(a) = (n · π(a) + p(a)) / (n + 1)`, where `π` is the search's policy (visit shares for
-//!   PUCT, the improved policy for Gumbel), `p` the prior and `n` the completed simulations;
-//!   level 20 plays the search's own choice (no randomness).
+//!   `w(a) = N(a) + p(a)`, the move's completed visits with its prior as one visit more (so a
+//!   search of one simulation draws from the prior); level 20 plays the search's own choice
+//!   (no randomness). Visits, not a Gumbel search's improved policy: drawn from that policy,
+//!   levels 11 to 16 measured no stronger than level 10
+//!   (`experiments/2026-12-03-strength-levels/`), as its softmax stays broad at any budget.
 //!
 //! Whatever the level, a move that wins at once by the rules (mate, stalemate, a repetition
 //! verdict against the opponent) is always played when there is one, and only the root's legal
@@ -33,6 +35,12 @@ use crate::tree::{NodeId, NodeStatus};
 
 /// The strongest level: the network at its full budget, no randomness.
 pub const MAX_LEVEL: u32 = 20;
+
+/// The largest full budget a [`StrengthTable`] may name.
+pub const MAX_TABLE_SIMULATIONS: u32 = 1 << 20;
+
+/// The largest Elo (in size) a [`StrengthTable`] may hold: beyond any real ladder.
+const MAX_ELO: f64 = 100_000.0;
 
 /// A level outside `0..=20`, or not a number.
 #[derive(Clone, Debug, PartialEq, Error)]
@@ -136,12 +144,11 @@ impl Strength {
             return Some(result.moves[pool[rng.random_range(0..pool.len())]]);
         }
         let priors = search.root_priors();
-        let n = f64::from(search.completed());
         let weight = |i: usize| {
-            let pi = f64::from(result.policy.get(i).copied().unwrap_or(0.0));
+            let visits = f64::from(result.visits.get(i).copied().unwrap_or(0));
             let p = f64::from(priors.get(i).copied().unwrap_or(0.0));
-            let w = (n * pi + p) / (n + 1.0);
-            if w.is_finite() { w.max(0.0) } else { 0.0 }
+            let w = visits + if p.is_finite() { p.max(0.0) } else { 0.0 };
+            if w.is_finite() { w } else { 0.0 }
         };
         let max = pool.iter().map(|&i| weight(i)).fold(0.0, f64::max);
         if max <= 0.0 {
@@ -162,11 +169,13 @@ impl Strength {
 }
 
 impl fmt::Display for Strength {
+    /// `level 7`, or `level 7.25` for a fraction (cut, not rounded, to hundredths: a level
+    /// below 20 never reads as 20).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.level.fract() == 0.0 {
             write!(f, "level {}", self.level)
         } else {
-            write!(f, "level {:.2}", self.level)
+            write!(f, "level {:.2}", (self.level * 100.0).floor() / 100.0)
         }
     }
 }
@@ -233,9 +242,15 @@ impl StrengthTable {
                 return Err(format!("strength.levels[{i}] is not level {i}"));
             }
         }
+        if self.simulations > MAX_TABLE_SIMULATIONS {
+            return Err(format!(
+                "strength.simulations is {}; at most {MAX_TABLE_SIMULATIONS}",
+                self.simulations
+            ));
+        }
         for p in self.levels.iter().chain(&self.ladder) {
-            let finite = p.elo.is_finite() && p.low.is_finite() && p.high.is_finite();
-            if !finite || p.low > p.elo || p.elo > p.high {
+            let sane = [p.elo, p.low, p.high].iter().all(|x| x.is_finite() && x.abs() <= MAX_ELO);
+            if !sane || p.low > p.elo || p.elo > p.high {
                 return Err(format!(
                     "strength: '{}' has Elo {} with the interval [{}, {}]",
                     p.name, p.elo, p.low, p.high
@@ -255,17 +270,20 @@ impl StrengthTable {
         self.levels.windows(2).filter(|w| w[1].elo <= w[0].elo).filter_map(|w| w[0].level).collect()
     }
 
-    /// The Elo of the weakest and strongest level, rounded.
+    /// The Elo of the weakest and strongest level as whole numbers inside the measured range
+    /// (the first rounded up, the last down, unless they are the same).
     pub fn elo_range(&self) -> (i64, i64) {
         let envelope = self.envelope();
         let first = envelope.first().map_or(0.0, |p| p.1);
         let last = envelope.last().map_or(0.0, |p| p.1);
-        (first.round() as i64, last.round() as i64)
+        let (low, high) = (first.ceil() as i64, last.floor() as i64);
+        if low <= high { (low, high) } else { (first.round() as i64, first.round() as i64) }
     }
 
     /// The level whose measured strength is `elo`: linear between the two levels around it on
     /// the table's running maximum (so that a dip in the measurement never makes a higher Elo
-    /// play weaker), cut to the range of the levels.
+    /// play weaker), cut to the range of the levels: above the strongest measured level, that
+    /// level.
     pub fn level_for_elo(&self, elo: f64) -> Strength {
         let envelope = self.envelope();
         let Some(&(first_level, first_elo)) = envelope.first() else { return Strength::FULL };
@@ -279,7 +297,7 @@ impl StrengthTable {
                 return Strength::new(l0 + t * (l1 - l0)).unwrap_or(Strength::FULL);
             }
         }
-        Strength::FULL
+        envelope.last().and_then(|&(l, _)| Strength::new(l).ok()).unwrap_or(Strength::FULL)
     }
 
     /// `(level, Elo)` of the levels on the running maximum of their Elo, strictly rising.
@@ -408,6 +426,17 @@ mod tests {
         assert_eq!(t.level_for_elo(-300.0).level(), 0.0);
         assert_eq!(t.level_for_elo(550.0).level(), 5.5);
         assert_eq!(t.level_for_elo(5000.0), Strength::FULL);
+        // The offered range lies inside the measured one.
+        let mut e = elos.clone();
+        e[0] = 0.4;
+        e[20] = 1999.6;
+        let t2 = table(&e);
+        assert_eq!(t2.elo_range(), (1, 1999));
+        assert!(t2.level_for_elo(1999.0).level() < 20.0);
+        // Above a top level below 20, that level (not full strength).
+        let mut e = elos.clone();
+        e[19] = 3000.0;
+        assert_eq!(table(&e).level_for_elo(9999.0).level(), 19.0);
         assert_eq!(t.elo_range(), (0, 2000));
         // A dip at level 7 (measured below level 6) is skipped over.
         elos[7] = 550.0;
@@ -432,6 +461,10 @@ mod tests {
         assert!(t.validate().is_err());
         t = table(&elos);
         t.simulations = 0;
+        assert!(t.validate().is_err());
+        t = table(&elos);
+        t.levels[5].elo = 1e300;
+        t.levels[5].high = 1e300;
         assert!(t.validate().is_err());
     }
 }
