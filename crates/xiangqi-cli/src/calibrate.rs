@@ -472,11 +472,10 @@ fn round1(x: f64) -> f64 {
 
 fn print_table(table: &StrengthTable) {
     outln!(
-        "{:<10} {:>6} {:>7} {:>6} {:>7}  {:<17} {:>6}",
+        "{:<10} {:>6} {:>7} {:>7}  {:<17} {:>6}",
         "level",
         "sims",
         "random",
-        "temp",
         "Elo",
         "95% interval",
         "games"
@@ -484,11 +483,10 @@ fn print_table(table: &StrengthTable) {
     for p in &table.levels {
         let s = Strength::skill(p.level.unwrap_or(MAX_LEVEL));
         outln!(
-            "{:<10} {:>6} {:>6.0}% {:>6.2} {:>7.0}  [{:>6.0}, {:>6.0}] {:>6}",
+            "{:<10} {:>6} {:>6.1}% {:>7.0}  [{:>6.0}, {:>6.0}] {:>6}",
             p.name,
             s.simulations(table.simulations),
             100.0 * s.random_move_rate(),
-            s.temperature(),
             p.elo,
             p.low,
             p.high,
@@ -498,9 +496,8 @@ fn print_table(table: &StrengthTable) {
     for p in &table.ladder {
         let anchor = if p.name == table.anchor { " (anchor)" } else { "" };
         outln!(
-            "{:<10} {:>6} {:>7} {:>6} {:>7.0}  [{:>6.0}, {:>6.0}] {:>6}{anchor}",
+            "{:<10} {:>6} {:>7} {:>7.0}  [{:>6.0}, {:>6.0}] {:>6}{anchor}",
             p.name,
-            "",
             "",
             "",
             p.elo,

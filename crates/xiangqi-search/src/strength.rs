@@ -3,21 +3,22 @@
 //! into a network's export.
 //!
 //! # Levels
-//! A level `s ∈ [0, 20]` (fractional levels interpolate, for `UCI_Elo`) plays with three
-//! settings that all grow weaker as `s` falls, so that strength is monotonic in `s` by
+//! A level `s ∈ [0, 20]` (fractional levels interpolate, for `UCI_Elo`) plays with two
+//! settings that both grow weaker as `s` falls, so that strength is monotonic in `s` by
 //! construction (and [`StrengthTable::is_monotonic`] checks it by measurement):
 //! * the search budget `max(1, round(B^(s/20)))` simulations for a full budget `B`
 //!   ([`Strength::simulations`]: level 0 reads the network's prior alone, level 10 searches
 //!   `√B`, level 20 all of `B`);
-//! * with probability `ε(s) = max(0, 1 − s/6)` a uniformly random legal move
-//!   ([`Strength::random_move_rate`]: level 0 is a random mover, from level 6 on never);
-//! * otherwise a move drawn from the search's visits sharpened by the temperature
-//!   `τ(s) = 1 − 0.95 · s/20` ([`Strength::temperature`]): `P(a) ∝ w(a)^(1/τ)` with
-//!   `w(a) = N(a) + p(a)`, the move's completed visits with its prior as one visit more (so a
-//!   search of one simulation draws from the prior); level 20 plays the search's own choice
-//!   (no randomness). Visits, not a Gumbel search's improved policy: drawn from that policy,
-//!   levels 11 to 16 measured no stronger than level 10
-//!   (`experiments/2026-12-03-strength-levels/`), as its softmax stays broad at any budget.
+//! * with probability `ε(s) = (1 − s/20)²` a uniformly random legal move
+//!   ([`Strength::random_move_rate`]: level 0 is a random mover, level 10 plays one move in
+//!   four at random, level 19 one in 400, level 20 none), and otherwise the search's own
+//!   choice ([`crate::SearchResult::best`]).
+//!
+//! This is the third design measured (`experiments/2026-12-03-strength-levels/`): drawing the
+//! move from the search's policy at a temperature left long stretches of levels no stronger
+//! than the ones below them, whether drawn from a Gumbel search's improved policy (levels 11
+//! to 16 of the xiangqi record net) or from its visits (levels 4 to 8), while the random-move
+//! rate moved the measured strength at every step.
 //!
 //! Whatever the level, a move that wins at once by the rules (mate, stalemate, a repetition
 //! verdict against the opponent) is always played when there is one, and only the root's legal
@@ -94,22 +95,19 @@ impl Strength {
         (n as u32).clamp(1, full)
     }
 
-    /// The probability of a uniformly random legal move: `max(0, 1 − s/6)`.
+    /// The probability of a uniformly random legal move: `(1 − s/20)²`.
     pub fn random_move_rate(&self) -> f64 {
-        (1.0 - self.level / 6.0).max(0.0)
-    }
-
-    /// The temperature of the move draw: `1 − 0.95 · s/20` (0 at level 20: the search's move).
-    pub fn temperature(&self) -> f64 {
-        if self.is_full() { 0.0 } else { 1.0 - 0.95 * self.level / f64::from(MAX_LEVEL) }
+        (1.0 - self.level / f64::from(MAX_LEVEL)).max(0.0).powi(2)
     }
 
     /// The move to play at this level after `search` has run (its root evaluated), among the
     /// root's legal moves that `allowed` accepts (all of them, if it accepts none). `None` when
     /// the root has no legal move or was never evaluated.
     ///
-    /// A move that wins at once is always chosen; at level 20, the search's own recommendation
-    /// ([`crate::SearchResult::best`]) if it is allowed, else the allowed move with most visits.
+    /// A move that wins at once is always chosen; else, with the level's
+    /// [`Strength::random_move_rate`], a uniformly random one; else the search's own
+    /// recommendation ([`crate::SearchResult::best`]) if it is allowed, or the allowed move with
+    /// most visits (ties: the higher prior).
     pub fn choose<G: SearchGame, R: Rng + ?Sized>(
         &self,
         search: &Search<G>,
@@ -133,38 +131,17 @@ impl Strength {
         if let Some(&win) = pool.iter().find(|&&i| game.is_winning_move(result.moves[i])) {
             return Some(result.moves[win]);
         }
-        if self.is_full() {
-            if pool.iter().any(|&i| result.moves[i] == result.best) {
-                return Some(result.best);
-            }
-            let most = pool.iter().copied().max_by_key(|&i| result.visits[i]);
-            return most.map(|i| result.moves[i]);
-        }
-        if rng.random::<f64>() < self.random_move_rate() {
+        if !self.is_full() && rng.random::<f64>() < self.random_move_rate() {
             return Some(result.moves[pool[rng.random_range(0..pool.len())]]);
         }
-        let priors = search.root_priors();
-        let weight = |i: usize| {
-            let visits = f64::from(result.visits.get(i).copied().unwrap_or(0));
-            let p = f64::from(priors.get(i).copied().unwrap_or(0.0));
-            let w = visits + if p.is_finite() { p.max(0.0) } else { 0.0 };
-            if w.is_finite() { w } else { 0.0 }
-        };
-        let max = pool.iter().map(|&i| weight(i)).fold(0.0, f64::max);
-        if max <= 0.0 {
-            return Some(result.moves[pool[rng.random_range(0..pool.len())]]);
+        if pool.iter().any(|&i| result.moves[i] == result.best) {
+            return Some(result.best);
         }
-        let inv_t = 1.0 / self.temperature().max(0.05);
-        let weights: Vec<f64> = pool.iter().map(|&i| (weight(i) / max).powf(inv_t)).collect();
-        let total: f64 = weights.iter().sum();
-        let mut x = rng.random::<f64>() * total;
-        for (&i, w) in pool.iter().zip(&weights) {
-            if x < *w {
-                return Some(result.moves[i]);
-            }
-            x -= w;
-        }
-        pool.last().map(|&i| result.moves[i])
+        let most = pool
+            .iter()
+            .copied()
+            .max_by_key(|&i| (result.visits[i], search.root_priors()[i].to_bits()));
+        most.map(|i| result.moves[i])
     }
 }
 
@@ -338,14 +315,14 @@ mod tests {
         assert_eq!(Strength::skill(0).simulations(800), 1);
         assert_eq!(Strength::skill(10).simulations(800), 28);
         assert_eq!(Strength::skill(20).simulations(800), 800);
+        // (1 - s/20)^2: every level, one in four at level 10, none at 20.
         assert_eq!(Strength::skill(0).random_move_rate(), 1.0);
-        assert_eq!(Strength::skill(3).random_move_rate(), 0.5);
-        assert_eq!(Strength::skill(6).random_move_rate(), 0.0);
+        assert_eq!(Strength::skill(10).random_move_rate(), 0.25);
+        assert_eq!(Strength::skill(20).random_move_rate(), 0.0);
         for s in 0..MAX_LEVEL {
             let (a, b) = (Strength::skill(s), Strength::skill(s + 1));
             assert!(a.simulations(800) <= b.simulations(800));
-            assert!(a.random_move_rate() >= b.random_move_rate());
-            assert!(a.temperature() > b.temperature());
+            assert!(a.random_move_rate() > b.random_move_rate());
         }
     }
 
