@@ -22,10 +22,11 @@
 //! * `maxMoveInfos`: at most this many candidate moves in an answer (default: every move the
 //!   search visited). This field is this engine's; KataGo has none.
 //! * `level`: a skill level from 0 to 20 (fractions allowed), as `xqz uci`'s `Skill Level`
-//!   ([`xiangqi_search::strength`]): the search gets the level's share of `maxVisits` (whose
-//!   default is then the budget the network's levels were calibrated with, `xqz calibrate`),
-//!   and the answer adds `levelMove`, the move a player of that level plays (drawn with a seed
-//!   from the `id` and the turn, so a query repeated gets the same move). This engine's field.
+//!   ([`xiangqi_search::strength`]): the search gets the level's share of the full budget, as
+//!   in `xqz uci` (the budget the network's levels were calibrated with, `xqz calibrate`, else
+//!   `--visits`; `maxVisits` can only lower it), and the answer adds `levelMove`, the move a
+//!   player of that level plays (drawn with a seed from the `id` and the turn, so a query
+//!   repeated gets the same move; the candidates stay the search's). This engine's field.
 //!
 //! An unknown field, a value of the wrong type, an illegal move or a game the network does not
 //! play is answered by `{"id": ..., "error": "...", "field": ...}` (`field`: the one to blame;
@@ -507,29 +508,22 @@ fn tasks_of<G: GameEnv>(
         None => None,
         Some(l) => Some(Strength::new(l).map_err(|e| bad(Some("level"), e.to_string()))?),
     };
-    // A level's measured Elo holds for the budget its table was measured with.
-    let default_visits = match (level, table) {
-        (Some(_), Some(t)) => u64::from(t.simulations),
-        _ => u64::from(args.visits),
-    };
-    let full = q.max_visits.unwrap_or(default_visits);
-    // A level searches its share of the full budget: the share is what --max-visits bounds.
+    // A level searches its share of the full budget, as `xqz uci` does: the budget its table
+    // was measured with (a calibrated net), else --visits; maxVisits can only lower it.
     let visits = match level {
-        Some(s) => u64::from(s.simulations(full.min(u64::from(u32::MAX)) as u32)),
-        None => full,
+        Some(s) => {
+            let full = table.map_or(args.visits, |t| t.simulations);
+            let share = u64::from(s.simulations(full));
+            q.max_visits.map_or(share, |m| m.min(share))
+        }
+        None => q.max_visits.unwrap_or(u64::from(args.visits)),
     };
     let most = args.max_visits;
     if !(1..=u64::from(most)).contains(&visits) {
-        let (field, what) = match (level, q.max_visits) {
-            (Some(s), Some(_)) => {
-                ("maxVisits", format!("{s} of maxVisits {full}: {visits} visits"))
-            }
-            (Some(s), None) => ("level", format!("{s} of the calibrated {full}: {visits} visits")),
-            (None, _) => ("maxVisits", format!("{visits}")),
-        };
+        let field = if q.max_visits.is_some() || level.is_none() { "maxVisits" } else { "level" };
         return Err(bad(
             Some(field),
-            format!("{what} is not between 1 and {most} (this engine's --max-visits)"),
+            format!("{visits} visits is not between 1 and {most} (this engine's --max-visits)"),
         ));
     }
     let visits = visits as u32;

@@ -48,7 +48,8 @@ pub struct Args {
     /// The network: an export of `xqz export` (the table is written into its manifest)
     #[arg(long)]
     net: PathBuf,
-    /// Simulations a move at level 20, the full budget (level s searches B^(s/20))
+    /// The full budget B: simulations a move at level 20 (level s searches B^(s/20)); a
+    /// calibrated net's levels play at this budget in xqz uci and xqz analysis
     #[arg(long, default_value_t = 800, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     simulations: u32,
     /// Games of each pairing (in pairs with colours swapped)
@@ -335,7 +336,7 @@ fn run_game<G: GameEnv>(
     let mut pairings: Vec<Pairing> = Vec::new();
     let mut played: Vec<Played> = Vec::new();
     let mut done = 0u64;
-    let mut note = |a: &str, b: &str, wdl: Wdl, bar: &ProgressBar| {
+    let note = |played: &mut Vec<Played>, a: &str, b: &str, wdl: Wdl, bar: &ProgressBar| {
         bar.suspend(|| errln!("{a} vs {b}: {wdl}"));
         played.push(Played {
             a: a.to_string(),
@@ -362,7 +363,7 @@ fn run_game<G: GameEnv>(
         .with_context(|| format!("{} vs {}", names[a], names[b]))?;
         done += u64::from(args.games);
         let wdl = result.stats.wdl;
-        note(&names[a], &names[b], wdl, &bar);
+        note(&mut played, &names[a], &names[b], wdl, &bar);
         pairings.push(Pairing { a, b, wdl });
     }
     if let Some(player) = engine.as_mut() {
@@ -383,22 +384,31 @@ fn run_game<G: GameEnv>(
                     bar.set_position(done + u64::from(stats.games()));
                     true
                 });
-            // A forfeit is no result of play: an engine that crashes or plays illegal moves,
-            // or a failed network, gets no rating.
-            for (who, name) in [(0, &names[a]), (1, &engine_name)] {
-                let n = stats.total_forfeits(who);
-                if n > 0 {
-                    bail!(
-                        "{} vs {engine_name}: {name} forfeited {n} of {} games (illegal moves, \
-                         crashes, timeouts or errors; xqz arena shows each): no rating from them",
+            // A forfeit is no result of play: an engine that crashes or plays illegal moves
+            // (or a failed network) is taken off the ladder, and the table is made without it.
+            let forfeits: Vec<(u32, &String)> = [(0, &names[a]), (1, &engine_name)]
+                .into_iter()
+                .map(|(who, name)| (stats.total_forfeits(who), name))
+                .filter(|(n, _)| *n > 0)
+                .collect();
+            if let Some(&(n, name)) = forfeits.first() {
+                bar.suspend(|| {
+                    errln!(
+                        "warning: {} vs {engine_name}: {name} forfeited {n} of {} games \
+                         (illegal moves, crashes, timeouts or errors; xqz arena shows each): \
+                         {engine_name} is left off the ladder, and the table is made without it",
                         names[a],
                         stats.games()
                     );
-                }
+                });
+                pairings.retain(|p| p.b != engine_index);
+                played.retain(|p| p.b != engine_name);
+                names.pop();
+                break;
             }
-            done += u64::from(args.games);
-            note(&names[a], &engine_name, stats.wdl, &bar);
+            note(&mut played, &names[a], &engine_name, stats.wdl, &bar);
             pairings.push(Pairing { a, b: engine_index, wdl: stats.wdl });
+            done += u64::from(args.games);
         }
     }
     bar.finish_and_clear();
@@ -475,7 +485,7 @@ fn print_table(table: &StrengthTable) {
         "{:<10} {:>6} {:>7} {:>7}  {:<17} {:>6}",
         "level",
         "sims",
-        "random",
+        "p(rand)",
         "Elo",
         "95% interval",
         "games"
