@@ -467,6 +467,10 @@ fn fairy_stockfish_plays_whole_games_at_one_node() {
     // Whole games, no forfeits: every move of the engine was read back as a legal move.
     assert_eq!(forfeits(&table, "B"), [0.0, 0.0, 0.0, 0.0], "{table}");
     assert_eq!(row(&table, "A total")[0], 4.0, "{table}");
+    // Without the options: the arena tells it the game and reads its ranks 1-10 by itself.
+    let o = xqz(&["arena", "--a", "greedy", "--b", &engine, "--b-nodes", "1", "--games", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(forfeits(&stdout(&o), "B"), [0.0, 0.0, 0.0, 0.0], "{}", stdout(&o));
 }
 
 /// The numbers of a row of the `xqz tactics` table: positions, solved, score, interval low and

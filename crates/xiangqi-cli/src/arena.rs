@@ -10,7 +10,9 @@
 //! * `uci:COMMAND` or `ucci:COMMAND`: an external engine run as a subprocess (the command is
 //!   split into words as a POSIX shell splits them: `'...'`, `"..."` and `\` quote, nothing is
 //!   expanded); `--a-option NAME=VALUE` becomes `setoption`, and
-//!   `--a-ranks 1` reads and writes its moves with ranks 1–10 (Fairy-Stockfish). See
+//!   `--a-ranks 1` reads and writes its moves with ranks 1–10 (the default for Fairy-Stockfish,
+//!   by its `id name`); an engine that offers `UCI_Variant` is told the game unless
+//!   `--a-option UCI_Variant=...` names it. See
 //!   [`crate::engine`];
 //! * a network: `net:DIR` or a checkpoint directory of `xqz train` (`ckpt-NNNNNN`), searched
 //!   with `--sims` simulations a move (search options through `--a-option`/`--b-option`);
@@ -28,9 +30,8 @@
 //! different games are refused), or xiangqi when no network plays; `--game` must agree with
 //! the networks. `--rules` defaults to the game's default rule set (`asian`, `site`). For
 //! janggi the built-in openings are the eight pairings of the horse and elephant arrangements
-//! ([`xiangqi_search::arena::JANGGI_OPENINGS`]), and an external engine is told nothing about the
-//! variant: give it `--a-option UCI_Variant=janggi` (Fairy-Stockfish) and `--a-ranks 1` as its
-//! protocol needs.
+//! ([`xiangqi_search::arena::JANGGI_OPENINGS`]); an external engine that offers `UCI_Variant`
+//! is told the game, as above.
 //!
 //! Games come in pairs over the openings (the 8 built-in ones, or `--openings FILE` with one FEN
 //! or move sequence per line), each opening once with each colour. An opening after which the
@@ -110,12 +111,13 @@ pub struct Args {
     /// An option of player B, `NAME=VALUE` (repeatable).
     #[arg(long = "b-option")]
     b_option: Vec<String>,
-    /// Rank numbers of engine A's moves: 0 (0-9, Pikafish) or 1 (1-10, Fairy-Stockfish).
-    #[arg(long = "a-ranks", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
-    a_ranks: u8,
+    /// Rank numbers of engine A's moves: 0 (0-9, Pikafish) or 1 (1-10, Fairy-Stockfish);
+    /// default 1 for Fairy-Stockfish (by its id name), else 0.
+    #[arg(long = "a-ranks", value_parser = clap::value_parser!(u8).range(0..=1))]
+    a_ranks: Option<u8>,
     /// Rank numbers of engine B's moves.
-    #[arg(long = "b-ranks", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
-    b_ranks: u8,
+    #[arg(long = "b-ranks", value_parser = clap::value_parser!(u8).range(0..=1))]
+    b_ranks: Option<u8>,
     /// Node limit of engine A (`go nodes N` every move, in place of `--sims`/`--movetime`), so
     /// that a net at `--sims 32` can meet an engine at 1 node.
     #[arg(long = "a-nodes", value_parser = clap::value_parser!(u32).range(1..))]
@@ -208,8 +210,10 @@ impl PlayerSpec {
             PlayerSpec::Local(p) => Ok(p.to_player(UniformEvaluator)?),
             PlayerSpec::Net(p, path) => Ok(p.to_player(crate::net::load(path, device)?)?),
             PlayerSpec::Engine(e) => {
-                let player =
+                let mut player =
                     EnginePlayer::start(e.clone()).with_context(|| format!("engine '{spec}'"))?;
+                crate::engine::set_up(&mut player, G::KIND, false)
+                    .with_context(|| format!("engine '{spec}'"))?;
                 Ok(Box::new(player))
             }
         }
@@ -219,7 +223,7 @@ impl PlayerSpec {
 pub(crate) fn parse_player(
     spec: &str,
     options: &[String],
-    ranks: u8,
+    ranks: Option<u8>,
     seed: u64,
 ) -> anyhow::Result<PlayerSpec> {
     let options: Vec<(String, String)> =
@@ -236,13 +240,15 @@ pub(crate) fn parse_player(
         if command.is_empty() {
             bail!("player '{spec}': empty engine command");
         }
-        let ranks = if ranks == 1 { RankBase::One } else { RankBase::Zero };
+        let ranks_given = ranks.is_some();
+        let ranks = if ranks == Some(1) { RankBase::One } else { RankBase::Zero };
         Ok(PlayerSpec::Engine(EngineSpec {
             protocol,
             command,
             options: options.clone(),
             ranks,
             nodes: None,
+            ranks_given,
         }))
     };
     if let Some(command) = spec.strip_prefix("uci:") {
@@ -290,7 +296,7 @@ fn make_player(
     ranks: u8,
     seed: u64,
 ) -> anyhow::Result<Box<dyn Player<Game>>> {
-    parse_player(spec, options, ranks, seed)?.start(spec, &xiangqi_nn::cpu_device())
+    parse_player(spec, options, Some(ranks), seed)?.start(spec, &xiangqi_nn::cpu_device())
 }
 
 fn summary(stats: &MatchStats) -> String {

@@ -65,7 +65,7 @@ pub struct Args {
     /// The engine's node limit (`go nodes N` every move)
     #[arg(long = "engine-nodes", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     engine_nodes: u32,
-    /// The engine's rank numbers: 0 or 1 (default 1 for an engine that offers UCI_Variant)
+    /// The engine's rank numbers: 0 or 1 (default 1 for Fairy-Stockfish, by its id name)
     #[arg(long = "engine-ranks", value_parser = clap::value_parser!(u8).range(0..=1))]
     engine_ranks: Option<u8>,
     /// The levels that play the engine, comma-separated

@@ -59,10 +59,7 @@ impl Protocol {
 }
 
 /// Starts the external engine `engine` (`uci:COMMAND` or `ucci:COMMAND`, with `NAME=VALUE`
-/// `options`) and sets it up for `game`: an engine that offers `UCI_Variant` (Fairy-Stockfish)
-/// is told the game unless the options name it, and reads its moves with ranks 1–10 unless
-/// `ranks` says otherwise; with `show_wdl`, an engine that offers `UCI_ShowWDL` is asked for
-/// its win/draw/loss figures.
+/// `options` and rank numbers `ranks`, if given) and sets it up for `game` ([`set_up`]).
 ///
 /// # Errors
 /// A malformed player or option, an engine that does not start or answer, named with
@@ -75,33 +72,50 @@ pub(crate) fn start_for_game(
     show_wdl: bool,
 ) -> anyhow::Result<EnginePlayer> {
     use anyhow::{Context, bail};
-    let spec = match crate::arena::parse_player(engine, options, ranks.unwrap_or(0), 0)
-        .context("--engine")?
-    {
+    let spec = match crate::arena::parse_player(engine, options, ranks, 0).context("--engine")? {
         crate::arena::PlayerSpec::Engine(spec) => spec,
         _ => bail!("--engine '{engine}': expected uci:COMMAND or ucci:COMMAND"),
     };
-    let given = |name: &str| spec.options.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let (variant_given, wdl_given) = (given("UCI_Variant"), given("UCI_ShowWDL"));
     let mut player = EnginePlayer::start(spec)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("engine '{engine}'"))?;
+    set_up(&mut player, game, show_wdl).map_err(|e| anyhow::anyhow!("engine '{engine}': {e}"))?;
+    Ok(player)
+}
+
+/// Sets a started engine up for `game`: an engine that offers `UCI_Variant` is told the game
+/// unless its options name it, and Fairy-Stockfish (by its `id name`) reads and writes its
+/// moves with ranks 1–10 unless its rank numbers were given; with `show_wdl`, an engine that offers
+/// `UCI_ShowWDL` is asked for its win/draw/loss figures unless its options name it.
+///
+/// # Errors
+/// The engine does not take an option (it does not answer `isready`).
+pub(crate) fn set_up(
+    player: &mut EnginePlayer,
+    game: GameKind,
+    show_wdl: bool,
+) -> Result<(), PlayerError> {
+    let given = |name: &str| player.spec.options.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let (variant_given, wdl_given) = (given("UCI_Variant"), given("UCI_ShowWDL"));
     if player.offers("UCI_Variant") {
         if !variant_given {
             player
                 .set_option("UCI_Variant", game.name())
-                .map_err(|e| anyhow::anyhow!("engine '{engine}': UCI_Variant: {e}"))?;
+                .map_err(|e| PlayerError::Failed(format!("UCI_Variant: {e}")))?;
         }
-        if ranks.is_none() {
+        // Fairy-Stockfish numbers xiangqi's and janggi's ranks 1-10 (engines of the game
+        // itself, xqz among them, 0-9).
+        if !player.spec.ranks_given && player.name.to_ascii_lowercase().contains("fairy-stockfish")
+        {
             player.set_ranks(RankBase::One);
         }
     }
     if show_wdl && player.offers("UCI_ShowWDL") && !wdl_given {
         player
             .set_option("UCI_ShowWDL", "true")
-            .map_err(|e| anyhow::anyhow!("engine '{engine}': UCI_ShowWDL: {e}"))?;
+            .map_err(|e| PlayerError::Failed(format!("UCI_ShowWDL: {e}")))?;
     }
-    Ok(player)
+    Ok(())
 }
 
 /// How to start and talk to an engine.
@@ -119,6 +133,8 @@ pub struct EngineSpec {
     /// A node limit of this engine's own (`go nodes N` every move), in place of the match's
     /// limit.
     pub nodes: Option<u32>,
+    /// Whether `ranks` was given (else [`set_up`] chooses it from the engine's options).
+    pub ranks_given: bool,
 }
 
 /// The node budget of a move when the limit names neither time nor simulations.
@@ -684,6 +700,7 @@ mod tests {
             options: Vec::new(),
             ranks: RankBase::Zero,
             nodes: None,
+            ranks_given: true,
         };
         let err = EnginePlayer::start(spec).err().expect("no such program");
         assert!(matches!(err, PlayerError::Crashed(_)), "{err}");

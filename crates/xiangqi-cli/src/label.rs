@@ -13,8 +13,9 @@
 //! the shard keeps no history, so the engine does not see repetitions), in the dialect of the
 //! shard's game, then `go nodes N` (default 1000) or `go movetime MS`. An engine that offers
 //! `UCI_Variant` (Fairy-Stockfish) is set to the shard's game (`xiangqi`, `janggi`) unless
-//! `--option UCI_Variant=...` says otherwise, and then reads and writes ranks 1–10 unless
-//! `--ranks` says otherwise (else 0–9, Pikafish's); one that offers `UCI_ShowWDL` gets it on.
+//! `--option UCI_Variant=...` says otherwise; Fairy-Stockfish (by its `id name`) reads and
+//! writes ranks 1–10 unless `--ranks` says otherwise (else 0–9, Pikafish's and xqz's); one that
+//! offers `UCI_ShowWDL` gets it on.
 //!
 //! A position is lost (left out of the output shard, and counted by reason) when the engine
 //! crashes, gives no `bestmove` within `--timeout` (default: ten move times plus 5 s, or 10 s
@@ -61,7 +62,7 @@ pub struct Args {
     #[arg(long = "option")]
     option: Vec<String>,
     /// The engine's rank numbers: 0 (0–9, Pikafish) or 1 (1–10, Fairy-Stockfish); default 1
-    /// for an engine that offers `UCI_Variant`, else 0.
+    /// for Fairy-Stockfish (by its id name), else 0.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=1))]
     ranks: Option<u8>,
     /// Nodes per position (`go nodes N`; default 1000 without `--movetime`).

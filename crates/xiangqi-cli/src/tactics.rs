@@ -69,8 +69,8 @@ fn interval(solved: u64, n: u64) -> (f64, f64) {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let mut spec =
-        parse_player(&args.player, &args.option, args.ranks, args.seed).context("--player")?;
+    let mut spec = parse_player(&args.player, &args.option, Some(args.ranks), args.seed)
+        .context("--player")?;
     if let Some(n) = args.nodes {
         match &mut spec {
             PlayerSpec::Engine(e) => e.nodes = Some(n),
