@@ -1577,4 +1577,27 @@ mod tests {
         assert!(!out.iter().any(|l| l.contains("playing at")), "{out:?}");
         assert!(out.iter().any(|l| l.starts_with("bestmove ")), "{out:?}");
     }
+
+    #[test]
+    fn a_level_in_an_infinite_search_keeps_to_its_share() {
+        // Level 15 of Simulations 800: 800^(15/20) = 150 simulations (a PUCT search, above the
+        // Gumbel limit), also while `go infinite` waits for `stop`.
+        let sink = Sink::default();
+        let mut engine: Engine<_, Game> =
+            Engine::new(UniformEvaluator, Output::new(Box::new(sink.clone())));
+        for line in ["setoption name Skill Level value 15", "position startpos", "go infinite"] {
+            engine.handle_line(line);
+        }
+        std::thread::sleep(Duration::from_millis(400));
+        engine.handle_line("stop");
+        drop(engine);
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert!(text.contains("playing at Skill Level 15: 150 simulations a move"), "{text}");
+        let nodes: Vec<u64> = text
+            .lines()
+            .filter_map(|l| l.split(" nodes ").nth(1)?.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert!(!nodes.is_empty() && nodes.iter().all(|&n| n <= 151), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("bestmove ")), "{text}");
+    }
 }

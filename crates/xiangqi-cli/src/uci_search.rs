@@ -667,7 +667,7 @@ fn search<G: GameEnv, E: Evaluator<G>>(
         let chunk = if gumbel {
             // Sequential halving plans its whole budget at the start: one chunk.
             limit.clamp(1, MAX_SIMULATIONS) as u32
-        } else if controls.infinite.load(Ordering::Relaxed) {
+        } else if controls.infinite.load(Ordering::Relaxed) && job.strength.is_none() {
             CHUNK
         } else {
             limit.saturating_sub(done_before).clamp(1, u64::from(CHUNK)) as u32
