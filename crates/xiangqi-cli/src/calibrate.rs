@@ -12,7 +12,9 @@
 //! * `greedy` (a win in one, else the most valuable capture) against every level;
 //! * with `--engine uci:COMMAND` (e.g. Debian's `/usr/games/fairy-stockfish` at
 //!   `--engine-nodes 1`), that engine against the levels of `--engine-levels` (default
-//!   10, 12, ..., 20), one game at a time.
+//!   10, 12, ..., 20), one game at a time; the engine is told the game (`UCI_Variant`) as
+//!   `xqz arena` tells it, and one that forfeits a game (an illegal move, a crash) is left off
+//!   the ladder with a warning, the table made without it.
 //!
 //! Every pairing plays `--games` games (default 40), in pairs over the openings with colours
 //! swapped, the games of the local players in lockstep with their leaves in shared batches.
