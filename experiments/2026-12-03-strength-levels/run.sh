@@ -14,8 +14,9 @@ D=experiments/2026-12-03-strength-levels
     --games 60 --threads 1 --engine "uci:$FSF" --engine-nodes 1 --engine-levels 14,17,20 \
     --openings experiments/2026-12-03-engine-search/openings.txt \
     --json "$D/xiangqi.json" > "$D/xiangqi.txt" 2> "$D/xiangqi.log"
-# janggi over its 8 built-in openings; no engine: Fairy-Stockfish 11.1 (Debian's) forfeited
-# every janggi game it played in a first try, its moves read as illegal.
+# janggi over its 8 built-in openings; no engine: Fairy-Stockfish 11.1 (Debian's) plays
+# traditional janggi, and under the net's `site` rules (a cannon may slide without a screen) it
+# drops such a move of ours and answers for the wrong side, forfeiting every game.
 "$XQZ" calibrate --net experiments/2026-12-01-janggi-cpu-1h/net --simulations 200 \
     --games 40 --threads 2 \
     --json "$D/janggi.json" > "$D/janggi.txt" 2> "$D/janggi.log"
