@@ -394,11 +394,22 @@ fn run_game<G: GameEnv>(
                 .filter(|(n, _)| *n > 0)
                 .collect();
             if let Some(&(n, name)) = forfeits.first() {
+                // The one cause seen so far: Fairy-Stockfish plays traditional janggi, and
+                // drops a move that only the `site` rules allow (a cannon's screenless slide).
+                let janggi_site = G::KIND == xiangqi_search::GameKind::Janggi
+                    && args.rules.as_deref().is_none_or(|r| r.eq_ignore_ascii_case("site"));
+                let hint = if janggi_site {
+                    " (an engine of traditional janggi, such as Fairy-Stockfish, needs \
+                     --rules traditional: under `site` a cannon may slide without a screen)"
+                } else {
+                    ""
+                };
                 bar.suspend(|| {
                     errln!(
                         "warning: {} vs {engine_name}: {name} forfeited {n} of {} games \
                          (illegal moves, crashes, timeouts or errors; xqz arena shows each): \
-                         {engine_name} is left off the ladder, and the table is made without it",
+                         {engine_name} is left off the ladder, and the table is made without \
+                         it{hint}",
                         names[a],
                         stats.games()
                     );
