@@ -446,6 +446,29 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The openings of `--openings FILE` (or the game's built-in ones), each checked to be
+/// playable under `rules`.
+///
+/// # Errors
+/// An unreadable or malformed file, naming it; an opening `rules` refuses.
+pub(crate) fn load_openings<G: GameEnv>(
+    path: Option<&std::path::Path>,
+    rules: G::Rules,
+) -> anyhow::Result<Vec<Opening<G>>> {
+    let openings = match path {
+        Some(path) => {
+            let text = fs::read_to_string(path)
+                .with_context(|| format!("cannot read openings {}", path.display()))?;
+            parse_openings::<G>(&text).with_context(|| format!("openings {}", path.display()))?
+        }
+        None => Opening::<G>::builtin(),
+    };
+    for o in &openings {
+        o.check(rules).context("--rules")?;
+    }
+    Ok(openings)
+}
+
 /// Plays the match of game `G`.
 fn run_game<G: GameEnv>(
     args: &Args,
@@ -457,17 +480,7 @@ fn run_game<G: GameEnv>(
         Some(name) => G::parse_rules(name).map_err(|e| anyhow::anyhow!("--rules: {e}"))?,
         None => G::default_rules(),
     };
-    let openings = match &args.openings {
-        Some(path) => {
-            let text = fs::read_to_string(path)
-                .with_context(|| format!("cannot read openings {}", path.display()))?;
-            parse_openings::<G>(&text).with_context(|| format!("openings {}", path.display()))?
-        }
-        None => Opening::<G>::builtin(),
-    };
-    for o in &openings {
-        o.check(rules).context("--rules")?;
-    }
+    let openings = load_openings::<G>(args.openings.as_deref(), rules)?;
     // An opening after which the rules have already ended the game (the side to move is mated,
     // a third repetition) has no game to play: scoring it would count a result no player made.
     let total = openings.len();

@@ -37,7 +37,7 @@ use xiangqi::{Game, janggi};
 use xiangqi_nn::checkpoint;
 use xiangqi_search::arena::{
     GameSettings, LocalPlayer, MatchConfig, MatchStats, MoveLimit, Opening, Pairing, Player, Wdl,
-    fit_elo_with_intervals, parse_openings, run_match, run_match_batched_shared,
+    fit_elo_with_intervals, run_match, run_match_batched_shared,
 };
 use xiangqi_search::{GameEnv, MAX_LEVEL, RatedPlayer, SearchConfig, Strength, StrengthTable};
 
@@ -253,17 +253,7 @@ fn run_game<G: GameEnv>(
         Some(name) => G::parse_rules(name).map_err(|e| anyhow::anyhow!("--rules: {e}"))?,
         None => G::default_rules(),
     };
-    let openings = match &args.openings {
-        Some(path) => {
-            let text = fs::read_to_string(path)
-                .with_context(|| format!("cannot read openings {}", path.display()))?;
-            parse_openings::<G>(&text).with_context(|| format!("openings {}", path.display()))?
-        }
-        None => Opening::<G>::builtin(),
-    };
-    for o in &openings {
-        o.check(rules).context("--rules")?;
-    }
+    let openings = crate::arena::load_openings::<G>(args.openings.as_deref(), rules)?;
     let openings: Vec<Opening<G>> =
         openings.into_iter().filter(|o| o.game(rules).outcome().is_none()).collect();
     if openings.is_empty() {
