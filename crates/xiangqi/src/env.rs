@@ -60,6 +60,15 @@
 //! [`ENCODING_VERSION`] covers both the plane layout and the order of the action space;
 //! checkpoints record it, and any change to either bumps it.
 //!
+//! # Tactical feature planes (encoding version 2)
+//! A net may also take [`FEATURE_PLANES`] = 7 planes computed by the rules after the 16 above
+//! (23 in all, [`FEATURES_ENCODING_VERSION`]): the points each side attacks, each side's hanging
+//! and pinned pieces, and whether the mover is in check ([`encode_features`]; the definitions
+//! are in [`crate::attacks`]). They are derived from the board alone, so a shard sample rebuilds
+//! them ([`features_from_compact`]) and shards written before them train nets that take them.
+//! The idea is KataGo's game-specific input features (Wu 2019, "Accelerating Self-Play
+//! Learning in Go", §4.1: ladder and liberty planes). Version-1 nets keep the 16 planes.
+//!
 //! # Example
 //! ```
 //! use xiangqi::env::{self, INPUT_SIZE, POLICY_SIZE};
@@ -491,6 +500,105 @@ pub(crate) fn write_planes_scaled(inputs: &PlaneInputs, out: &mut [f32], clock_s
     }
     let clock = inputs.halfmove_clock.min(clock_scale) as f32 / clock_scale as f32;
     out[plane(CLOCK_PLANE)].fill(clock);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tactical feature planes (encoding version 2)
+// ---------------------------------------------------------------------------------------------
+
+/// The encoding version of a net that takes the tactical feature planes after the 16 base
+/// planes ([`FEATURE_PLANES`] more, [`encode_features`]); version 1 ([`ENCODING_VERSION`]) is the
+/// base planes alone.
+pub const FEATURES_ENCODING_VERSION: u32 = 2;
+
+/// Number of tactical feature planes a version-2 net takes after the base planes.
+///
+/// From the side to move, in order (each 1.0 on the points named, else 0.0; see
+/// [`crate::attacks`] for the definitions):
+///
+/// | plane | content |
+/// |---|---|
+/// | 0 | points the mover attacks (own pieces there are protected) |
+/// | 1 | points the opponent attacks |
+/// | 2 | the mover's hanging pieces (attacked by the opponent, unprotected) |
+/// | 3 | the opponent's hanging pieces |
+/// | 4 | the mover's pieces pinned to its general |
+/// | 5 | the opponent's pieces pinned to its general |
+/// | 6 | 1.0 everywhere if the mover is in check |
+pub const FEATURE_PLANES: usize = 7;
+
+/// Floats of the feature planes of one position: `FEATURE_PLANES * 90`.
+pub const FEATURE_SIZE: usize = FEATURE_PLANES * PLANE_SIZE;
+
+/// Names of the feature planes, in order (for `model.json`).
+pub const FEATURE_PLANE_NAMES: [&str; FEATURE_PLANES] = [
+    "attacked_by_mover",
+    "attacked_by_opponent",
+    "mover_hanging",
+    "opponent_hanging",
+    "mover_pinned",
+    "opponent_pinned",
+    "mover_in_check",
+];
+
+/// Writes the tactical feature planes of `game`'s position into `out`, `[FEATURE_PLANES, 10, 9]`
+/// from the side to move (the same view as the base planes).
+///
+/// # Panics
+/// If `out.len() != FEATURE_SIZE`.
+pub fn encode_features(game: &Game, out: &mut [f32]) {
+    let pos = game.position();
+    write_features(pos.board(), pos.turn(), out);
+}
+
+/// Rebuilds the tactical feature planes of a shard sample into `out` (`[FEATURE_PLANES, 10, 9]`).
+///
+/// # Errors
+/// [`InvalidPieceCode`] for a board code that is no piece.
+///
+/// # Panics
+/// If `out.len() != FEATURE_SIZE`.
+pub fn features_from_compact(
+    inputs: &PlaneInputs,
+    out: &mut [f32],
+) -> Result<(), InvalidPieceCode> {
+    let board = decode_board_compact(&inputs.board)?;
+    write_features(&board, inputs.turn, out);
+    Ok(())
+}
+
+/// Writes the feature planes of `board` with `turn` to move into `out`.
+///
+/// # Panics
+/// If `out.len() != FEATURE_SIZE`.
+pub fn write_features(board: &Board, turn: Color, out: &mut [f32]) {
+    assert_eq!(out.len(), FEATURE_SIZE, "encode_features: out must hold FEATURE_SIZE floats");
+    out.fill(0.0);
+    let map = crate::attacks::AttackMap::of_board(board);
+    let (me, them) = (turn.index(), turn.other().index());
+    let sets = [
+        map.attacked[me],
+        map.attacked[them],
+        map.hanging[me],
+        map.hanging[them],
+        map.pinned[me],
+        map.pinned[them],
+    ];
+    for (p, &set) in sets.iter().enumerate() {
+        let mut rest = set;
+        while rest != 0 {
+            let sq = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let view = match turn {
+                Color::Red => sq,
+                Color::Black => Square::from_index(sq).flip().index(),
+            };
+            out[p * PLANE_SIZE + view] = 1.0;
+        }
+    }
+    if map.in_check[me] {
+        out[6 * PLANE_SIZE..7 * PLANE_SIZE].fill(1.0);
+    }
 }
 
 /// Mirrors planes left–right in place (file f ↔ 8 − f): one position `[PLANES, 10, 9]`, or any

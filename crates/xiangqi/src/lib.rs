@@ -27,6 +27,7 @@
 //! assert_eq!(game.position().fen(), "rnbakab1r/9/1c4nc1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR w - - 2 2");
 //! ```
 
+pub mod attacks;
 mod chinese;
 pub mod env;
 mod error;

@@ -131,7 +131,7 @@ static DIAGONAL_NEIGHBOURS: [u128; 90] = build_diagonal_neighbours();
 /// are considered: chariot, cannon, horse, soldier and the facing general. Elephants and advisors
 /// never leave their own half, so they cannot reach a general.
 #[inline]
-fn general_attacked(board: &Board, s: usize, by: Color) -> bool {
+pub(crate) fn general_attacked(board: &Board, s: usize, by: Color) -> bool {
     // Soldiers: from in front (seen from the defender) and, once across the river, from the sides.
     let soldier = Some(Piece::new(by, PieceKind::Soldier));
     let (front, crossed) = match by {
