@@ -82,7 +82,7 @@ fn bench(c: &mut Criterion) {
     });
 
     let batch = median(runs.iter().map(|r| r.2).collect()).round().max(1.0) as usize;
-    let planes = common::positions(batch, LENGTH_CAP as usize);
+    let planes = common::positions_for(folded.encoding(), batch, LENGTH_CAP as usize);
     group.throughput(Throughput::Elements(batch as u64));
     let mut raw = Vec::new();
     group.bench_function("raw_inference", |b| {

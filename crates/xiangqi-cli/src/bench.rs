@@ -38,12 +38,12 @@ pub struct Args {
 }
 
 /// Input planes of `n` positions of game `G` from a deterministic walk of legal moves.
-fn positions<G: GameEnv>(n: usize) -> Vec<f32> {
-    let mut out = vec![0.0; n * G::INPUT_SIZE];
+fn positions<G: GameEnv>(encoding: &Encoding, n: usize) -> Vec<f32> {
+    let mut out = vec![0.0; n * encoding.input_size()];
     let new = || G::new_game(G::start_position(G::default_rules()), G::default_rules());
     let mut game = new();
-    for (i, chunk) in out.chunks_exact_mut(G::INPUT_SIZE).enumerate() {
-        game.encode_planes(chunk);
+    for (i, chunk) in out.chunks_exact_mut(encoding.input_size()).enumerate() {
+        encoding.encode(&game, chunk);
         let moves = game.legal_moves_vec();
         if moves.is_empty() || game.moves().len() >= 120 {
             game = new();
@@ -93,10 +93,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         name
     );
     let game = config.game();
-    let encoding = Encoding::of_kind(game);
+    let encoding = Encoding::for_net(game, c.input_features)
+        .map_err(|reason| anyhow::anyhow!("network.input_features: {reason}"))?;
     let positions = |n| match game {
-        GameKind::Xiangqi => positions::<Game>(n),
-        GameKind::Janggi => positions::<janggi::Game>(n),
+        GameKind::Xiangqi => positions::<Game>(&encoding, n),
+        GameKind::Janggi => positions::<janggi::Game>(&encoding, n),
     };
     let net = Net::seeded_for(c, encoding, &device, 1);
     if let Some(dir) = &args.export {

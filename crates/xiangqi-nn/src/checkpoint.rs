@@ -341,9 +341,12 @@ impl Manifest {
         }
     }
 
-    /// The encoding of the checkpoint's game in this build.
+    /// The encoding the checkpoint's net takes in this build: its game's base planes, with the
+    /// feature planes if its `[network]` has `input_features` (encoding version 2).
+    /// [`read_manifest`] checks that the recorded version and sizes agree with it.
     pub fn encoding(&self) -> Encoding {
-        Encoding::of_kind(self.game)
+        let base = Encoding::of_kind(self.game);
+        base.with_features(self.network.input_features).unwrap_or(base)
     }
 
     /// Checks that the checkpoint's network plays `game`.
@@ -592,7 +595,9 @@ pub fn read_manifest(
     }
     let dir_buf = || dir.to_path_buf();
     let encoding = manifest.encoding();
-    if manifest.encoding_version != encoding.version {
+    if manifest.encoding_version != encoding.version
+        || manifest.network.input_features != encoding.features
+    {
         return Err(CheckpointError::EncodingVersion {
             dir: dir_buf(),
             game: manifest.game,

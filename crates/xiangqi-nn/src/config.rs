@@ -72,6 +72,11 @@ pub struct NetConfig {
     pub value_channels: usize,
     /// Width of the value head's hidden linear layer.
     pub value_hidden: usize,
+    /// Whether the net also takes the game's tactical feature planes computed by the rules
+    /// (attacked points, hanging and pinned pieces, check: `xiangqi::env::FEATURE_PLANES`),
+    /// encoding version 2; `false` is the 16 base planes of version 1. Xiangqi only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub input_features: bool,
 }
 
 impl Default for NetConfig {
@@ -85,6 +90,7 @@ impl Default for NetConfig {
             policy_channels: 2,
             value_channels: 2,
             value_hidden: 64,
+            input_features: false,
         }
     }
 }
@@ -170,6 +176,7 @@ impl NetConfig {
         cmp("policy_channels", self.policy_channels.to_string(), other.policy_channels.to_string());
         cmp("value_channels", self.value_channels.to_string(), other.value_channels.to_string());
         cmp("value_hidden", self.value_hidden.to_string(), other.value_hidden.to_string());
+        cmp("input_features", self.input_features.to_string(), other.input_features.to_string());
         out
     }
 

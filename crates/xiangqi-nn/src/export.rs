@@ -227,11 +227,12 @@ fn test_vector<G: GameEnv>(net: &Net) -> Result<serde_json::Value, CheckpointErr
     let mut legal: Vec<usize> =
         game.legal_moves_vec().into_iter().filter_map(|m| G::move_to_index(m, turn)).collect();
     legal.sort_unstable();
-    let mut planes = vec![0.0f32; G::INPUT_SIZE];
-    game.encode_planes(&mut planes);
+    let encoding = net.encoding;
+    let mut planes = vec![0.0f32; encoding.input_size()];
+    encoding.encode(&game, &mut planes);
     let device = net.input.conv.weight.val().device();
     let input = Tensor::<4>::from_data(
-        TensorData::new(planes.clone(), [1, G::PLANES, PLANE_RANKS, PLANE_FILES]),
+        TensorData::new(planes.clone(), [1, encoding.planes, PLANE_RANKS, PLANE_FILES]),
         &device,
     );
     let out = net.valid().forward(input);
@@ -271,10 +272,16 @@ fn game_facts<G: GameEnv>(
 ) -> Result<GameFacts, CheckpointError> {
     Ok(GameFacts {
         game: G::KIND,
-        encoding_version: G::ENCODING_VERSION,
-        planes: G::PLANES,
+        encoding_version: net.encoding.version,
+        planes: net.encoding.planes,
         policy_size: G::POLICY_SIZE,
-        plane_names: G::plane_names(),
+        plane_names: {
+            let mut names = G::plane_names();
+            if net.encoding.features {
+                names.extend(G::feature_plane_names());
+            }
+            names
+        },
         moves: G::action_names(),
         perspective,
         notation,

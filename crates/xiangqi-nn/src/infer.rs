@@ -628,12 +628,17 @@ impl NnEvaluator {
         self.net = net;
     }
 
-    /// Encodes the requests' games into `planes`, `[B, PLANES, 10, 9]`.
-    fn encode<G: GameEnv>(batch: &[EvalRequest<'_, G>], planes: &mut Vec<f32>) {
+    /// Encodes the requests' games into `planes`, `[B, planes, 10, 9]` of `encoding`.
+    fn encode<G: GameEnv>(
+        encoding: &Encoding,
+        batch: &[EvalRequest<'_, G>],
+        planes: &mut Vec<f32>,
+    ) {
+        let n = encoding.input_size();
         planes.clear();
-        planes.resize(batch.len() * G::INPUT_SIZE, 0.0);
-        for (r, chunk) in batch.iter().zip(planes.chunks_exact_mut(G::INPUT_SIZE)) {
-            r.game.encode_planes(chunk);
+        planes.resize(batch.len() * n, 0.0);
+        for (r, chunk) in batch.iter().zip(planes.chunks_exact_mut(n)) {
+            encoding.encode(r.game, chunk);
         }
     }
 }
@@ -650,11 +655,11 @@ impl<G: GameEnv> Evaluator<G> for NnEvaluator {
         if batch.is_empty() {
             return Ok(());
         }
-        let enc = self.net.encoding();
+        let enc = *self.net.encoding();
         if enc.game != G::KIND
-            || enc.version != G::ENCODING_VERSION
-            || enc.planes != G::PLANES
+            || enc.base_planes != G::PLANES
             || enc.policy_size != G::POLICY_SIZE
+            || Encoding::of::<G>().with_features(enc.features).ok() != Some(enc)
         {
             return Err(NnError::Batch(format!(
                 "the network is for {} (encoding version {}), not {}",
@@ -663,7 +668,7 @@ impl<G: GameEnv> Evaluator<G> for NnEvaluator {
                 G::KIND
             )));
         }
-        Self::encode(batch, &mut self.planes);
+        Self::encode(&enc, batch, &mut self.planes);
         self.net.predict_into(&self.planes, &mut self.logits)?;
         let logits = &self.logits;
         for (i, (r, (priors, value, draw))) in batch.iter().zip(out.entries_mut()).enumerate() {

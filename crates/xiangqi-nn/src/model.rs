@@ -2,7 +2,7 @@
 //! a win/draw/loss value head.
 //!
 //! ```text
-//! planes [B, 16, 10, 9]
+//! planes [B, planes, 10, 9]                           (16; 23 with `input_features`)
 //!   └ conv 3×3 → BN → ReLU                               (input layer, `filters` channels)
 //!   └ residual block × `blocks`:
 //!       y = ReLU(BN(conv 3×3 (x)))
@@ -219,6 +219,13 @@ fn reinit_conv(c: &mut Conv2d, rng: &mut ChaCha8Rng, device: &Device) {
     }
 }
 
+/// The encoding of a net of game `G` with `config`'s inputs.
+fn net_encoding<G: GameEnv>(config: &NetConfig) -> Encoding {
+    Encoding::of::<G>()
+        .with_features(config.input_features)
+        .unwrap_or_else(|e| panic!("Net::new: {e}"))
+}
+
 fn reinit_linear(l: &mut Linear, rng: &mut ChaCha8Rng, device: &Device) {
     let [inputs, _] = l.weight.val().dims();
     uniform_param(&mut l.weight, inputs, rng, device);
@@ -234,12 +241,18 @@ impl Net {
     /// `G` is the game (`Net::new::<xiangqi::Game>(..)`): its [`Encoding`] sizes the input
     /// convolution and the policy head. The configuration should be valid
     /// ([`NetConfig::validate`]).
+    ///
+    /// # Panics
+    /// If `config.input_features` is set for a game without feature planes (the loop's config
+    /// refuses that before any net is built).
     pub fn new<G: GameEnv>(config: &NetConfig, device: &Device) -> Net {
-        Net::for_encoding(config, Encoding::of::<G>(), device)
+        Net::for_encoding(config, net_encoding::<G>(config), device)
     }
 
     /// [`Net::new`] for a game's encoding given as a value: `encoding.planes` input planes and
-    /// `encoding.policy_size` policy logits.
+    /// `encoding.policy_size` policy logits. The encoding decides the input planes; it should
+    /// take the feature planes exactly when `config.input_features` is set
+    /// ([`Encoding::for_net`]).
     pub fn for_encoding(config: &NetConfig, encoding: Encoding, device: &Device) -> Net {
         let f = config.filters;
         let tower = (0..config.blocks)
@@ -276,8 +289,11 @@ impl Net {
     /// uniform in `±1 / √fan_in`, as burn initialises them, from a ChaCha8 generator; batch
     /// normalisation starts as the identity.
     /// `G` is the game, as in [`Net::new`].
+    ///
+    /// # Panics
+    /// As [`Net::new`].
     pub fn seeded<G: GameEnv>(config: &NetConfig, device: &Device, seed: u64) -> Net {
-        Net::seeded_for(config, Encoding::of::<G>(), device, seed)
+        Net::seeded_for(config, net_encoding::<G>(config), device, seed)
     }
 
     /// [`Net::seeded`] for a game's encoding.
@@ -330,7 +346,8 @@ impl Net {
     /// ([`xiangqi_search::NetView::encode_planes`]).
     ///
     /// # Shapes
-    /// * `planes`: `[B, PLANES, 10, 9]` (16 planes for both games)
+    /// * `planes`: `[B, planes, 10, 9]` (the encoding's planes: 16 for both games, 23 for a
+    ///   xiangqi net with `input_features`)
     /// * output `policy`: `[B, POLICY_SIZE]` (logits; 2166 for xiangqi, 2451 for janggi: the
     ///   game's [`xiangqi_search::Encoding`])
     /// * output `wdl`: `[B, 3]` (logits of win, draw, loss for the side to move)

@@ -112,10 +112,14 @@ impl TrainBatch {
     /// Adds a sample from encoded planes and a dense policy target.
     ///
     /// # Panics
-    /// If `planes.len() != INPUT_SIZE` or `policy.len() != POLICY_SIZE`.
+    /// If `planes.len()` is not the encoding's input size or `policy.len() != POLICY_SIZE`.
     pub fn push(&mut self, planes: &[f32], policy: &[f32], wdl: [f32; 3], full_search: bool) {
         let (input_size, policy_size) = (self.encoding.input_size(), self.encoding.policy_size);
-        assert_eq!(planes.len(), input_size, "TrainBatch::push: planes must hold INPUT_SIZE");
+        assert_eq!(
+            planes.len(),
+            input_size,
+            "TrainBatch::push: planes must hold the encoding's input size"
+        );
         assert_eq!(policy.len(), policy_size, "TrainBatch::push: policy must hold POLICY_SIZE");
         self.planes.extend_from_slice(planes);
         self.policy.extend_from_slice(policy);
@@ -163,7 +167,7 @@ impl TrainBatch {
     ) -> Result<(), InvalidPieceCode> {
         let start = self.planes.len();
         self.planes.resize(start + self.encoding.input_size(), 0.0);
-        if let Err(e) = (self.encoding.planes_from_inputs)(inputs, &mut self.planes[start..]) {
+        if let Err(e) = self.encoding.encode_inputs(inputs, &mut self.planes[start..]) {
             self.planes.truncate(start);
             return Err(e);
         }
@@ -473,10 +477,12 @@ impl Trainer {
         Trainer::for_encoding(net_config, Encoding::of::<G>(), config, device, seed)
     }
 
-    /// [`Trainer::new`] for a game's encoding given as a value.
+    /// [`Trainer::new`] for a game's encoding given as a value; the feature planes are taken
+    /// as `net_config.input_features` says, whatever `encoding` had.
     ///
     /// # Errors
-    /// A [`ConfigError`] if either configuration is invalid.
+    /// A [`ConfigError`] if either configuration is invalid, or `network.input_features` is set
+    /// for a game without feature planes.
     pub fn for_encoding(
         net_config: &NetConfig,
         encoding: Encoding,
@@ -485,6 +491,9 @@ impl Trainer {
         seed: u64,
     ) -> Result<Trainer, ConfigError> {
         net_config.validate()?;
+        let encoding = encoding
+            .with_features(net_config.input_features)
+            .map_err(|reason| ConfigError { key: "network.input_features", reason })?;
         let device = autodiff(device);
         let net = Net::seeded_for(net_config, encoding, &device, seed);
         Trainer::from_net(net, config, &device, seed)

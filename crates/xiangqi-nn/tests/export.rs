@@ -315,7 +315,7 @@ fn onnx_cases<G: xiangqi_search::GameEnv>(net: &Net) -> (Vec<f32>, usize) {
     let mut game = G::new_game(G::start_position(G::default_rules()), G::default_rules());
     let mut buf = vec![0.0; size];
     for ply in 0..6 {
-        game.encode_planes(&mut buf);
+        net.encoding.encode(&game, &mut buf);
         planes.extend_from_slice(&buf);
         let moves = game.legal_moves_vec();
         game.play(moves[(ply * 7) % moves.len()]);
@@ -331,7 +331,12 @@ fn the_onnx_export_runs_in_onnx_runtime_as_the_evaluator_does() {
     let device = cpu_device();
     let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/check_onnx.py");
     for (game, janggi) in [("xiangqi", false), ("janggi", true)] {
-        for (i, config) in configs().into_iter().enumerate() {
+        let mut configs = configs();
+        if !janggi {
+            // The tactical feature planes (xiangqi only): 23 input planes.
+            configs.push(NetConfig { input_features: true, ..configs[0].clone() });
+        }
+        for (i, config) in configs.into_iter().enumerate() {
             let net = if janggi {
                 trained_looking_net_of::<xiangqi::janggi::Game>(&config, 40 + i as u64)
             } else {

@@ -1,7 +1,7 @@
 //! Integration tests of the network crate on tiny nets (CPU backend).
 
 mod common;
-use common::real_planes;
+use common::real_planes_for;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
@@ -724,18 +724,22 @@ fn the_cpu_kernels_compute_what_the_backend_computes() {
             GlobalKind::GlobalPooling,
         ),
     ];
-    for (game, encoding) in
-        [("xiangqi", Encoding::of::<Game>()), ("janggi", Encoding::of::<xiangqi::janggi::Game>())]
-    {
+    let features = Encoding::of::<Game>().with_features(true).unwrap();
+    for (game, encoding) in [
+        ("xiangqi", Encoding::of::<Game>()),
+        ("janggi", Encoding::of::<xiangqi::janggi::Game>()),
+        ("xiangqi with features", features),
+    ] {
         for (i, (config, global)) in nets.iter().enumerate() {
-            let config = NetConfig { global: *global, ..config.clone() };
+            let config =
+                NetConfig { global: *global, input_features: encoding.features, ..config.clone() };
             // A few steps so that the folded batch-norm statistics are not the initial ones.
             let mut trainer =
                 Trainer::for_encoding(&config, encoding, &no_warmup(), &device, 7 + i as u64)
                     .unwrap();
             let planes = match game {
-                "xiangqi" => real_planes::<Game>(40, i as u64),
-                _ => real_planes::<xiangqi::janggi::Game>(40, i as u64),
+                "janggi" => real_planes_for::<xiangqi::janggi::Game>(&encoding, 40, i as u64),
+                _ => real_planes_for::<Game>(&encoding, 40, i as u64),
             };
             let mut b = TrainBatch::for_encoding(encoding, 16);
             for (j, p) in planes.chunks_exact(encoding.input_size()).take(16).enumerate() {
@@ -777,4 +781,91 @@ fn the_cpu_kernels_compute_what_the_backend_computes() {
             }
         }
     }
+}
+
+/// A net that takes the tactical feature planes (encoding version 2): 23 input planes, its
+/// checkpoint records version 2 and loads back with the same outputs, the evaluator feeds it
+/// the feature planes of live games, and a manifest whose version disagrees with its
+/// `input_features` is refused. Version-1 nets are untouched (the tests above).
+#[test]
+fn a_feature_net_round_trips_and_its_version_is_checked() {
+    use xiangqi_search::Encoding;
+    let dir = temp_dir("features");
+    let ckpt = dir.join("ckpt");
+    let config = NetConfig { input_features: true, ..NetConfig::tiny() };
+    let mut trainer = Trainer::new::<Game>(&config, &no_warmup(), &cpu_device(), 5).unwrap();
+    let encoding = trainer.net().encoding;
+    assert_eq!((encoding.version, encoding.planes, encoding.features), (2, 23, true));
+    // Compact samples rebuild the feature planes; one step trains on them.
+    let mut b = TrainBatch::for_encoding(encoding, 4);
+    for game in games(4, 3) {
+        let inputs = PlaneInputs::from_game(&game);
+        let legal: Vec<(u16, f32)> = game
+            .position()
+            .legal_moves()
+            .iter()
+            .map(|&m| (env::move_to_index(m, game.position().turn()).unwrap() as u16, 0.0))
+            .collect();
+        b.push_compact(&inputs, &legal, [0.0, 1.0, 0.0], false).unwrap();
+    }
+    assert_eq!(b.planes().len(), 4 * 23 * 90);
+    trainer.step(&b).unwrap();
+    checkpoint::save_trainer(&trainer, &ckpt, &BTreeMap::new()).unwrap();
+    let text = fs::read_to_string(ckpt.join(checkpoint::MANIFEST)).unwrap();
+    assert!(text.contains("encoding_version = 2") && text.contains("input_features = true"));
+    let (net, manifest) = checkpoint::load_net(&ckpt, None, &cpu_device()).unwrap();
+    assert_eq!(manifest.encoding(), encoding);
+    let planes = b.planes().to_vec();
+    let before = trainer.inference_net(&cpu_device()).unwrap().predict(planes.clone()).unwrap();
+    let folded = InferenceNet::from_net(&net, &cpu_device()).unwrap();
+    let after = folded.predict(planes).unwrap();
+    assert!(max_abs_diff(&before.policy, &after.policy) < 1e-6);
+    // The evaluator encodes live games with the feature planes: its priors are the softmax of
+    // the logits of the planes Encoding::encode writes.
+    let game = &games(1, 9)[0];
+    let mut x = vec![0.0; encoding.input_size()];
+    encoding.encode(game, &mut x);
+    let direct = folded.predict(x).unwrap();
+    let mut evaluator = NnEvaluator::new(folded);
+    let moves = game.position().legal_moves().to_vec();
+    let requests = [EvalRequest { game, moves: &moves }];
+    let mut out = EvalBuffer::new();
+    out.prepare(&requests);
+    evaluator.evaluate(&requests, &mut out).unwrap();
+    let turn = game.position().turn();
+    let logits: Vec<f32> =
+        moves.iter().map(|&m| direct.policy[env::move_to_index(m, turn).unwrap()]).collect();
+    let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let sum: f32 = logits.iter().map(|&v| (v - max).exp()).sum();
+    for (&p, &l) in out.priors(0).iter().zip(&logits) {
+        assert!((p - (l - max).exp() / sum).abs() < 1e-5, "{p} vs {}", (l - max).exp() / sum);
+    }
+    // A manifest that says version 1 for a net with input features is refused, and so is
+    // version 2 for one without.
+    for (from, to) in [
+        ("encoding_version = 2", "encoding_version = 1"),
+        ("input_features = true", "input_features = false"),
+    ] {
+        let bad = dir.join(format!("bad-{}", to.replace([' ', '='], "")));
+        fs::create_dir_all(&bad).unwrap();
+        for e in fs::read_dir(&ckpt).unwrap() {
+            let e = e.unwrap();
+            fs::copy(e.path(), bad.join(e.file_name())).unwrap();
+        }
+        fs::write(bad.join(checkpoint::MANIFEST), text.replace(from, to)).unwrap();
+        let err = checkpoint::load_net(&bad, None, &cpu_device()).unwrap_err();
+        assert!(matches!(err, CheckpointError::EncodingVersion { .. }), "{to}: {err}");
+    }
+    // Janggi has no feature planes: a trainer for it with input_features is a config error.
+    let err = Trainer::for_encoding(
+        &config,
+        Encoding::of::<xiangqi::janggi::Game>(),
+        &no_warmup(),
+        &cpu_device(),
+        1,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(err.key, "network.input_features");
+    fs::remove_dir_all(&dir).unwrap();
 }

@@ -601,3 +601,48 @@ fn pretraining_refuses_missing_empty_and_other_game_shards() {
     }
     let _ = fs::remove_dir_all(&tmp);
 }
+
+/// A run whose net takes the tactical feature planes plays, trains and resumes, its
+/// checkpoints record encoding version 2, shards written by a run without them pretrain it
+/// (the planes come from the stored board), and janggi, which has none, refuses the key.
+#[test]
+fn a_net_with_input_features_trains_on_old_and_new_shards() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-features-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    // Shards of a run without the features.
+    let old = RunPaths::under(&tmp.join("old"));
+    let mut run = TrainingRun::create(tiny().check().unwrap(), old.clone()).unwrap();
+    run.run(Some(1), &mut NoObserver).unwrap();
+    drop(run);
+    let with = || {
+        let mut c = tiny();
+        c.network.input_features = true;
+        c.run.pretrain_shards = old.shards.to_str().unwrap().to_string();
+        c.run.pretrain_steps = 5;
+        c
+    };
+    let paths = RunPaths::under(&tmp.join("features"));
+    let mut run = TrainingRun::create(with().check().unwrap(), paths.clone()).unwrap();
+    run.run(Some(1), &mut NoObserver).unwrap();
+    assert!(run.trainer().step_count() > 5, "no self-play training after the pretraining");
+    drop(run);
+    let mut resumed = TrainingRun::resume(with().check().unwrap(), paths.clone()).unwrap();
+    resumed.run(Some(1), &mut NoObserver).unwrap();
+    assert_eq!(resumed.iteration(), 2);
+    let ckpt = paths.checkpoints.join("ckpt-000002");
+    let manifest = checkpoint::read_manifest(&ckpt, None).unwrap();
+    assert_eq!((manifest.encoding_version, manifest.planes), (2, 23));
+    assert!(manifest.network.input_features);
+    // The old run's nets still load, as version 1.
+    let manifest = checkpoint::read_manifest(&old.checkpoints.join("ckpt-000001"), None).unwrap();
+    assert_eq!((manifest.encoding_version, manifest.planes), (1, 16));
+
+    let mut janggi = tiny();
+    janggi.game = xiangqi_search::GameKind::Janggi;
+    janggi.network.input_features = true;
+    let err = janggi.check().unwrap_err();
+    assert_eq!(err.key, "network.input_features");
+    assert!(err.reason.contains("janggi"), "{}", err.reason);
+    let _ = fs::remove_dir_all(&tmp);
+}

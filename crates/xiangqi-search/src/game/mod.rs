@@ -337,6 +337,30 @@ pub trait NetView: GameRules {
     }
     /// Names of the input planes, in order (for `model.json`).
     fn plane_names() -> Vec<String>;
+    /// The encoding version of a net that also takes the game's tactical feature planes
+    /// ([`NetView::FEATURE_PLANES`] after the [`NetView::PLANES`] base planes); equal to
+    /// [`NetView::ENCODING_VERSION`] for a game that has none.
+    const FEATURES_ENCODING_VERSION: u32 = Self::ENCODING_VERSION;
+    /// Tactical feature planes computed by the rules (attacks, hanging and pinned pieces,
+    /// check) that a net may take after the base planes; 0 if the game has none.
+    const FEATURE_PLANES: usize = 0;
+    /// Writes the feature planes of the current position into `out`
+    /// (`[FEATURE_PLANES, 10, 9]`).
+    fn encode_features(&self, out: &mut [f32]) {
+        debug_assert!(out.is_empty());
+    }
+    /// Rebuilds the feature planes of a shard sample into `out` (`[FEATURE_PLANES, 10, 9]`).
+    ///
+    /// # Errors
+    /// A board code that is no piece.
+    fn features_from_inputs(inputs: &PlaneInputs, out: &mut [f32]) -> Result<(), InvalidPieceCode> {
+        let _ = (inputs, out);
+        Ok(())
+    }
+    /// Names of the feature planes, in order (for `model.json`).
+    fn feature_plane_names() -> Vec<String> {
+        Vec::new()
+    }
     /// The move text of every policy index for the first player (for `model.json`); the pass,
     /// where a game has one, is written `pass`.
     fn action_names() -> Vec<String>;

@@ -207,6 +207,22 @@ impl NetView for Game {
         plane_names_of(xiangqi::env::CLOCK_SCALE, "advisor")
     }
 
+    const FEATURES_ENCODING_VERSION: u32 = xiangqi::env::FEATURES_ENCODING_VERSION;
+
+    const FEATURE_PLANES: usize = xiangqi::env::FEATURE_PLANES;
+
+    fn encode_features(&self, out: &mut [f32]) {
+        xiangqi::env::encode_features(self, out);
+    }
+
+    fn features_from_inputs(inputs: &PlaneInputs, out: &mut [f32]) -> Result<(), InvalidPieceCode> {
+        xiangqi::env::features_from_compact(inputs, out)
+    }
+
+    fn feature_plane_names() -> Vec<String> {
+        xiangqi::env::FEATURE_PLANE_NAMES.iter().map(|s| s.to_string()).collect()
+    }
+
     fn action_names() -> Vec<String> {
         (0..xiangqi::env::POLICY_SIZE)
             .map(|i| {

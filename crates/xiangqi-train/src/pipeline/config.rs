@@ -352,6 +352,8 @@ impl RunConfig {
         }
         self.selfplay.game = self.game;
         self.selfplay.rules = self.rules.clone();
+        Encoding::for_net(self.game, self.network.input_features)
+            .map_err(|reason| ConfigError { key: "network.input_features", reason })?;
         // Checkpoint manifests are TOML, whose integers are signed 64-bit.
         let t = &self.training;
         for (key, v) in [

@@ -94,9 +94,11 @@ impl TrainingRun {
         })
     }
 
-    /// The game's encoding.
+    /// The encoding the run's net takes (the game's, with the feature planes if
+    /// `network.input_features`; the config's check refused a game without them).
     pub(super) fn encoding(&self) -> Encoding {
-        Encoding::of_kind(self.config.selfplay().game)
+        let base = Encoding::of_kind(self.config.selfplay().game);
+        base.with_features(self.config.network().input_features).unwrap_or(base)
     }
 
     /// The shard code of the run's rule set.
