@@ -595,6 +595,27 @@ pub fn read_manifest(
     }
     let dir_buf = || dir.to_path_buf();
     let encoding = manifest.encoding();
+    // A version this build knows, but not the one `[network]` describes: the manifest
+    // contradicts itself (hand-edited, or damaged).
+    if let Some(recorded) = Encoding::of_version(manifest.game, manifest.encoding_version)
+        && recorded.features != manifest.network.input_features
+    {
+        let planes = |on: bool| {
+            if on { "with the tactical feature planes" } else { "without feature planes" }
+        };
+        return Err(CheckpointError::BadManifest {
+            path: dir.join(MANIFEST),
+            reason: format!(
+                "encoding_version = {} is the {} encoding {}, but [network] \
+                 input_features = {} asks for one {}",
+                manifest.encoding_version,
+                manifest.game,
+                planes(recorded.features),
+                manifest.network.input_features,
+                planes(manifest.network.input_features),
+            ),
+        });
+    }
     if manifest.encoding_version != encoding.version
         || manifest.network.input_features != encoding.features
     {

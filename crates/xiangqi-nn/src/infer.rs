@@ -381,7 +381,8 @@ impl InferenceNet {
     /// Policy and WDL logits, as [`Net::forward`] computes them in inference mode.
     ///
     /// # Shapes
-    /// * `planes`: `[B, PLANES, 10, 9]` (16 planes for both games)
+    /// * `planes`: `[B, planes, 10, 9]` (the encoding's planes: 16, or 23 with the feature
+    ///   planes)
     /// * output `policy`: `[B, POLICY_SIZE]` (logits; 2166 for xiangqi, 2451 for janggi: the
     ///   game's [`xiangqi_search::Encoding`])
     /// * output `wdl`: `[B, 3]` (logits of win, draw, loss for the side to move)
@@ -453,11 +454,11 @@ impl InferenceNet {
     /// (on [`InferencePath::Backend`] the buffer is moved into the input tensor, not copied).
     ///
     /// # Shapes
-    /// `planes`: `[B, PLANES, 10, 9]` flattened, `B · INPUT_SIZE` floats (`INPUT_SIZE` = the
-    /// encoding's planes · 90).
+    /// `planes`: `[B, planes, 10, 9]` flattened, `B · planes · 90` floats (the encoding's
+    /// planes).
     ///
     /// # Errors
-    /// [`NnError::Batch`] if the length is not a multiple of `INPUT_SIZE`;
+    /// [`NnError::Batch`] if the length is not a multiple of `planes · 90`;
     /// [`NnError::Read`] if the device fails.
     pub fn predict(&self, planes: Vec<f32>) -> Result<Logits, NnError> {
         let mut out = Logits::empty(self.encoding.policy_size);
@@ -637,6 +638,8 @@ impl NnEvaluator {
         let n = encoding.input_size();
         planes.clear();
         planes.resize(batch.len() * n, 0.0);
+        // Serial: spread over the global pool it ran no faster in self-play, where the tree
+        // work of the other half of the games keeps the cores busy meanwhile.
         for (r, chunk) in batch.iter().zip(planes.chunks_exact_mut(n)) {
             encoding.encode(r.game, chunk);
         }

@@ -42,7 +42,7 @@ use crate::model::{Net, WDL};
 
 /// A batch of training samples laid out as the network wants them.
 ///
-/// Per sample: its input planes (`INPUT_SIZE` floats), its policy target (a distribution over
+/// Per sample: its input planes (the encoding's planes · 90 floats), its policy target (a distribution over
 /// the `POLICY_SIZE` actions, all zero for a sample without a full search), its WDL target
 /// (win, draw, loss for the side to move; one-hot for a game result) and whether its search was
 /// a full one.
@@ -184,7 +184,7 @@ impl TrainBatch {
         Ok(())
     }
 
-    /// The planes of all samples, `[B, PLANES, 10, 9]` flattened.
+    /// The planes of all samples, `[B, planes, 10, 9]` flattened.
     pub fn planes(&self) -> &[f32] {
         &self.planes
     }

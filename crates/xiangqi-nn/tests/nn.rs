@@ -840,8 +840,8 @@ fn a_feature_net_round_trips_and_its_version_is_checked() {
     for (&p, &l) in out.priors(0).iter().zip(&logits) {
         assert!((p - (l - max).exp() / sum).abs() < 1e-5, "{p} vs {}", (l - max).exp() / sum);
     }
-    // A manifest that says version 1 for a net with input features is refused, and so is
-    // version 2 for one without.
+    // A manifest that says version 1 for a net with input features is refused as
+    // contradicting itself, and so is version 2 for one without.
     for (from, to) in [
         ("encoding_version = 2", "encoding_version = 1"),
         ("input_features = true", "input_features = false"),
@@ -854,7 +854,8 @@ fn a_feature_net_round_trips_and_its_version_is_checked() {
         }
         fs::write(bad.join(checkpoint::MANIFEST), text.replace(from, to)).unwrap();
         let err = checkpoint::load_net(&bad, None, &cpu_device()).unwrap_err();
-        assert!(matches!(err, CheckpointError::EncodingVersion { .. }), "{to}: {err}");
+        assert!(matches!(err, CheckpointError::BadManifest { .. }), "{to}: {err}");
+        assert!(err.to_string().contains("input_features"), "{to}: {err}");
     }
     // Janggi has no feature planes: a trainer for it with input_features is a config error.
     let err = Trainer::for_encoding(

@@ -220,7 +220,23 @@ impl NetView for Game {
     }
 
     fn feature_plane_names() -> Vec<String> {
-        xiangqi::env::FEATURE_PLANE_NAMES.iter().map(|s| s.to_string()).collect()
+        let sentences = [
+            "1.0 on every point the side to move attacks (own pieces there are protected)",
+            "1.0 on every point the opponent attacks",
+            "1.0 on each piece of the side to move that the opponent attacks and it does not \
+             protect (not the general)",
+            "1.0 on each piece of the opponent that the side to move attacks and the opponent \
+             does not protect (not the general)",
+            "1.0 on each piece of the side to move pinned to its general (its removal would \
+             leave the general attacked)",
+            "1.0 on each piece of the opponent pinned to its general",
+            "1.0 everywhere if the side to move is in check, else 0.0",
+        ];
+        xiangqi::env::FEATURE_PLANE_NAMES
+            .iter()
+            .zip(sentences)
+            .map(|(name, text)| format!("{name}: {text}"))
+            .collect()
     }
 
     fn action_names() -> Vec<String> {
