@@ -117,10 +117,11 @@ impl Encoding {
     }
 
     /// Writes the input planes of `game`'s current position into `out` (`input_size` floats):
-    /// the base planes, then the feature planes if the encoding takes them.
+    /// the base planes, then the feature planes if the encoding takes them. `G` must be the
+    /// encoding's game (the evaluator checks that before it encodes).
     ///
     /// # Panics
-    /// If `out.len() != self.input_size()` or `G` is not this encoding's game.
+    /// If `out.len() != self.input_size()`.
     pub fn encode<G: NetView>(&self, game: &G, out: &mut [f32]) {
         assert_eq!(
             out.len(),
