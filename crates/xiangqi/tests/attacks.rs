@@ -2,10 +2,12 @@
 //! facts derived by hand from the movement rules on small boards, and, on random games, the
 //! symmetries every correct encoding has (colour flip, left-right mirror, shard rebuild).
 
+mod common;
+use common::{Lcg, colour_flip};
 use xiangqi::attacks::AttackMap;
 use xiangqi::env::{self, FEATURE_PLANES, FEATURE_SIZE, PLANE_SIZE, PlaneInputs};
 use xiangqi::fen::parse_setup;
-use xiangqi::{Board, Color, Game, Piece, Position, RuleSet, Setup, Square, Validation};
+use xiangqi::{Board, Color, Game, Position, RuleSet, Square};
 
 const RED: usize = 0;
 const BLACK: usize = 1;
@@ -164,17 +166,6 @@ fn feature_planes_are_seen_from_the_side_to_move() {
     assert_eq!(hanging, [sq("a9")]);
 }
 
-/// A deterministic 64-bit LCG (Knuth's MMIX constants).
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 =
-            self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        ((self.0 >> 33) as usize) % n
-    }
-}
-
 fn features(pos: &Position) -> Vec<f32> {
     let mut out = vec![0.0; FEATURE_SIZE];
     env::write_features(pos.board(), pos.turn(), &mut out);
@@ -204,13 +195,7 @@ fn random_games_keep_the_symmetries_and_rebuild_from_shards() {
             env::mirror_planes(&mut mirrored);
             assert_eq!(features(&pos.mirror()), mirrored);
             // The colour flip (the same position seen by the other side) has the same planes.
-            let mut setup = Setup::empty();
-            for s in Square::all() {
-                setup.board[s.flip().index()] =
-                    pos.piece_at(s).map(|p| Piece::new(p.color.other(), p.kind));
-            }
-            setup.turn = pos.turn().other();
-            let flipped = Position::from_setup(&setup, Validation::Strict).unwrap();
+            let flipped = colour_flip(&pos);
             assert_eq!(features(&flipped), live);
             // The check plane agrees with the rules.
             assert_eq!(live[6 * PLANE_SIZE] == 1.0, pos.is_check());

@@ -5,21 +5,13 @@
 
 use std::collections::BTreeSet;
 
+mod common;
+use common::{Lcg, colour_flip};
+
 use xiangqi::env::{
     self, CLOCK_PLANE, INPUT_SIZE, PLANE_SIZE, PLANES, POLICY_SIZE, PlaneInputs, REPETITION_PLANE,
 };
 use xiangqi::{Color, Game, Move, Piece, PieceKind, Position, RuleSet, Setup, Square, Validation};
-
-/// A deterministic 64-bit LCG (Knuth's MMIX constants); the high bits drive the choices.
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 =
-            self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        ((self.0 >> 33) as usize) % n
-    }
-}
 
 fn planes_of(game: &Game) -> Vec<f32> {
     let mut out = vec![0.0; INPUT_SIZE];
@@ -31,18 +23,6 @@ fn sorted(moves: impl IntoIterator<Item = Move>) -> Vec<Move> {
     let mut v: Vec<Move> = moves.into_iter().collect();
     v.sort_unstable();
     v
-}
-
-/// The position seen by the other side: ranks flipped, colours swapped, the other side to move.
-fn colour_flip(pos: &Position) -> Position {
-    let mut setup = Setup::empty();
-    for s in Square::all() {
-        setup.board[s.flip().index()] =
-            pos.piece_at(s).map(|p| Piece::new(p.color.other(), p.kind));
-    }
-    setup.turn = pos.turn().other();
-    setup.halfmove_clock = pos.halfmove_clock();
-    Position::from_setup(&setup, Validation::Strict).expect("the colour flip of a legal position")
 }
 
 /// Checks one position (of `game`, whose mirror image is `mirrored`). Returns the number of

@@ -1,0 +1,26 @@
+//! Helpers shared by the rules crate's integration tests.
+
+use xiangqi::{Piece, Position, Setup, Square, Validation};
+
+/// A deterministic 64-bit LCG (Knuth's MMIX constants); the high bits drive the choices.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 =
+            self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) as usize) % n
+    }
+}
+
+/// The position seen by the other side: ranks flipped, colours swapped, the other side to move.
+pub fn colour_flip(pos: &Position) -> Position {
+    let mut setup = Setup::empty();
+    for s in Square::all() {
+        setup.board[s.flip().index()] =
+            pos.piece_at(s).map(|p| Piece::new(p.color.other(), p.kind));
+    }
+    setup.turn = pos.turn().other();
+    setup.halfmove_clock = pos.halfmove_clock();
+    Position::from_setup(&setup, Validation::Strict).expect("the colour flip of a legal position")
+}
