@@ -25,6 +25,15 @@
 //!   Pins are not reported for a side whose general is already in check, or that has none.
 //!
 //! The rules are those of `docs/RULES.md` (Asian Xiangqi Federation rules for movement).
+//!
+//! # Janggi
+//! [`AttackMap::of_janggi_board`] gives the same facts under janggi's movement (`docs/RULES.md`,
+//! "Janggi"; [`crate::janggi`]): general and guards step along their palace's lines and
+//! diagonals; the elephant's two points passed over must be empty; chariots and cannons also
+//! run along the palace diagonals; a cannon needs a screen that is not a cannon and attacks no
+//! point holding a cannon; soldiers step forward or sideways; the generals do not attack each
+//! other. Pinned pieces are found by removal, as above, over every piece of the side. It lives
+//! in `janggi/attacks.rs`, beside janggi's rules, which this module does not depend on.
 
 use crate::position::{Board, general_attacked};
 use crate::tables::{

@@ -572,9 +572,17 @@ pub fn features_from_compact(
 /// # Panics
 /// If `out.len() != FEATURE_SIZE`.
 pub fn write_features(board: &Board, turn: Color, out: &mut [f32]) {
+    write_feature_planes(&crate::attacks::AttackMap::of_board(board), turn, out);
+}
+
+/// Writes the feature planes of an attack map with `turn` to move into `out` (both games: the
+/// planes are the same, only the map's rules differ).
+///
+/// # Panics
+/// If `out.len() != FEATURE_SIZE`.
+pub(crate) fn write_feature_planes(map: &crate::attacks::AttackMap, turn: Color, out: &mut [f32]) {
     assert_eq!(out.len(), FEATURE_SIZE, "encode_features: out must hold FEATURE_SIZE floats");
     out.fill(0.0);
-    let map = crate::attacks::AttackMap::of_board(board);
     let (me, them) = (turn.index(), turn.other().index());
     let sets = [
         map.attacked[me],

@@ -77,7 +77,8 @@ impl Encoding {
     /// The encoding of a net of `game` that takes the feature planes if `features`.
     ///
     /// # Errors
-    /// `features` for a game without feature planes (janggi, for now).
+    /// `features` for a game without feature planes (both games have them now; a game added
+    /// later may not).
     pub fn for_net(game: GameKind, features: bool) -> Result<Encoding, String> {
         Encoding::of_kind(game).with_features(features)
     }
@@ -196,10 +197,31 @@ mod tests {
         assert_eq!(Encoding::of_version(GameKind::Xiangqi, 2), Some(with));
         assert_eq!(Encoding::of_version(GameKind::Xiangqi, 1), Some(base));
         assert_eq!(Encoding::of_version(GameKind::Xiangqi, 3), None);
-        // Janggi has no feature planes yet: asking for them is an error that names the key.
-        let err = Encoding::for_net(GameKind::Janggi, true).unwrap_err();
-        assert!(err.contains("janggi") && err.contains("input_features"), "{err}");
-        assert_eq!(Encoding::of_version(GameKind::Janggi, 2), None);
+        // Janggi's feature planes: the same seven after its 16 base planes, version 2.
+        let janggi = Encoding::for_net(GameKind::Janggi, true).unwrap();
+        assert_eq!((janggi.version, janggi.planes, janggi.features), (2, 16 + 7, true));
+        assert_eq!(Encoding::of_version(GameKind::Janggi, 2), Some(janggi));
+        assert_eq!(Encoding::of_version(GameKind::Janggi, 3), None);
+    }
+
+    #[test]
+    fn a_live_janggi_game_and_its_shard_inputs_encode_alike() {
+        let enc = Encoding::for_net(GameKind::Janggi, true).unwrap();
+        let mut game = janggi::Game::new(janggi::Position::start(janggi::Rules::Site));
+        for ply in 0..60 {
+            let mut live = vec![f32::NAN; enc.input_size()];
+            enc.encode(&game, &mut live);
+            let mut rebuilt = vec![f32::NAN; enc.input_size()];
+            enc.encode_inputs(&janggi::env::plane_inputs(&game), &mut rebuilt).unwrap();
+            assert_eq!(live, rebuilt, "ply {ply}");
+            // The first feature plane (the mover's attacks) is not empty in a real game.
+            assert!(live[16 * 90..17 * 90].iter().any(|&x| x == 1.0), "ply {ply}");
+            let moves = game.legal_moves();
+            if game.is_over() || moves.is_empty() {
+                break;
+            }
+            game.play(moves[(ply * 7 + 3) % moves.len()]).unwrap();
+        }
     }
 
     #[test]

@@ -208,6 +208,23 @@ impl NetView for janggi::Game {
         plane_names_of(janggi::env::CLOCK_SCALE, "guard")
     }
 
+    const FEATURES_ENCODING_VERSION: u32 = janggi::env::FEATURES_ENCODING_VERSION;
+
+    const FEATURE_PLANES: usize = janggi::env::FEATURE_PLANES;
+
+    fn encode_features(&self, out: &mut [f32]) {
+        janggi::env::encode_features(self, out);
+    }
+
+    fn features_from_inputs(inputs: &PlaneInputs, out: &mut [f32]) -> Result<(), InvalidPieceCode> {
+        janggi::env::features_from_compact(inputs, out)
+    }
+
+    fn feature_plane_names() -> Vec<String> {
+        // Xiangqi's planes and sentences; the attacks follow janggi's movement.
+        <xiangqi::Game as NetView>::feature_plane_names()
+    }
+
     fn action_names() -> Vec<String> {
         (0..janggi::env::POLICY_SIZE)
             .map(|i| {

@@ -50,6 +50,13 @@
 //! [`ENCODING_VERSION`] covers the plane layout and the order of the action space; a change to
 //! either bumps it. The rule set is not encoded (a net is trained for one).
 //!
+//! # Tactical feature planes (encoding version 2)
+//! A net with `input_features` also takes [`FEATURE_PLANES`] = 7 planes after these 16, as
+//! xiangqi's ([`crate::env`]): the points each side attacks, each side's hanging and pinned
+//! pieces, and whether the mover is in check, under janggi's movement
+//! ([`crate::attacks::AttackMap::of_janggi_board`]; [`encode_features`],
+//! [`features_from_compact`]).
+//!
 //! # Example
 //! ```
 //! use xiangqi::janggi::env::{self, INPUT_SIZE, PASS_INDEX};
@@ -365,6 +372,61 @@ pub fn planes_from_compact(inputs: &PlaneInputs, out: &mut [f32]) -> Result<(), 
     const _: () = assert!(REPETITION_PLANE == crate::env::REPETITION_PLANE);
     const _: () = assert!(CLOCK_PLANE == crate::env::CLOCK_PLANE);
     crate::env::planes_from_compact_scaled(inputs, out, CLOCK_SCALE)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tactical feature planes (encoding version 2)
+// ---------------------------------------------------------------------------------------------
+
+/// The encoding version of a net that takes the tactical feature planes after the 16 base
+/// planes ([`FEATURE_PLANES`] more, [`encode_features`]); version 1 ([`ENCODING_VERSION`]) is the
+/// base planes alone.
+pub const FEATURES_ENCODING_VERSION: u32 = 2;
+
+/// Number of tactical feature planes a version-2 net takes after the base planes: xiangqi's
+/// seven ([`crate::env::FEATURE_PLANES`], in the same order and from the side to move), with
+/// janggi's attacks ([`crate::attacks::AttackMap::of_janggi_board`]).
+pub const FEATURE_PLANES: usize = crate::env::FEATURE_PLANES;
+
+/// Floats of the feature planes of one position: `FEATURE_PLANES * 90`.
+pub const FEATURE_SIZE: usize = FEATURE_PLANES * PLANE_SIZE;
+
+/// Names of the feature planes, in order (for `model.json`): xiangqi's.
+pub const FEATURE_PLANE_NAMES: [&str; FEATURE_PLANES] = crate::env::FEATURE_PLANE_NAMES;
+
+/// Writes the tactical feature planes of `game`'s position into `out`, `[FEATURE_PLANES, 10, 9]`
+/// from the side to move (the same view as the base planes: Han's board flipped).
+///
+/// # Panics
+/// If `out.len() != FEATURE_SIZE`.
+pub fn encode_features(game: &Game, out: &mut [f32]) {
+    let pos = game.position();
+    write_features(pos.board(), pos.turn(), out);
+}
+
+/// Rebuilds the tactical feature planes of a shard sample into `out` (`[FEATURE_PLANES, 10, 9]`).
+///
+/// # Errors
+/// [`InvalidPieceCode`] for a board code that is no piece.
+///
+/// # Panics
+/// If `out.len() != FEATURE_SIZE`.
+pub fn features_from_compact(
+    inputs: &PlaneInputs,
+    out: &mut [f32],
+) -> Result<(), InvalidPieceCode> {
+    let board = crate::env::decode_board_compact(&inputs.board)?;
+    write_features(&board, inputs.turn, out);
+    Ok(())
+}
+
+/// Writes the feature planes of a janggi `board` with `turn` to move into `out`.
+///
+/// # Panics
+/// If `out.len() != FEATURE_SIZE`.
+pub fn write_features(board: &crate::position::Board, turn: Color, out: &mut [f32]) {
+    let map = crate::attacks::AttackMap::of_janggi_board(board);
+    crate::env::write_feature_planes(&map, turn, out);
 }
 
 /// The one implementation behind [`encode_planes`]: xiangqi's, with janggi's clock scale.

@@ -62,6 +62,7 @@ pub use crate::{
     ParseMoveError, Piece, PieceKind, PlayError, RankBase, Setup, Square,
 };
 
+mod attacks;
 pub mod env;
 mod error;
 mod game;

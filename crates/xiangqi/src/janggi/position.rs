@@ -236,79 +236,10 @@ impl Position {
         m == self.pass()
     }
 
+    /// Whether point `t` is attacked by `by` ([`attacked_by`]).
     #[inline]
-    fn is(&self, s: u8, piece: Piece) -> bool {
-        self.board[s as usize] == Some(piece)
-    }
-
-    /// Whether point `t` is attacked by `by`: whether `by` has a pseudo-legal capture onto it if
-    /// an enemy piece stood there (its own general's safety aside). A cannon on `t` can be
-    /// attacked by any piece but a cannon.
     fn attacked_by(&self, t: usize, by: Color) -> bool {
-        let board = &self.board;
-        let chariot = Piece::new(by, PieceKind::Chariot);
-        let cannon = Piece::new(by, PieceKind::Cannon);
-        let target_is_cannon = board[t].is_some_and(|p| p.kind == PieceKind::Cannon);
-        let line = |ray: &[u8]| -> bool {
-            let mut i = 0;
-            while i < ray.len() && board[ray[i] as usize].is_none() {
-                i += 1;
-            }
-            if i == ray.len() {
-                return false;
-            }
-            let screen = board[ray[i] as usize];
-            if screen == Some(chariot) {
-                return true;
-            }
-            if target_is_cannon || screen.is_some_and(|p| p.kind == PieceKind::Cannon) {
-                return false;
-            }
-            i += 1;
-            while i < ray.len() && board[ray[i] as usize].is_none() {
-                i += 1;
-            }
-            i < ray.len() && board[ray[i] as usize] == Some(cannon)
-        };
-        if RAYS[t].iter().any(|ray| line(ray.squares())) {
-            return true;
-        }
-        let d = &DIAG_RAYS[t];
-        if (0..d.len as usize).any(|k| line(d.ray(k))) {
-            return true;
-        }
-        let horse = Piece::new(by, PieceKind::Horse);
-        let h = &HORSE_ATTACKS[t];
-        for k in 0..h.len as usize {
-            if self.is(h.to[k], horse) && board[h.block[k] as usize].is_none() {
-                return true;
-            }
-        }
-        let elephant = Piece::new(by, PieceKind::Elephant);
-        let e = &ELEPHANT_ATTACKS[t];
-        for k in 0..e.len as usize {
-            if self.is(e.to[k], elephant)
-                && board[e.eye1[k] as usize].is_none()
-                && board[e.eye2[k] as usize].is_none()
-            {
-                return true;
-            }
-        }
-        let soldier = Some(Piece::new(by, PieceKind::Soldier));
-        let behind = t as i32 - forward(by);
-        if (0..90).contains(&behind) && board[behind as usize] == soldier {
-            return true;
-        }
-        let file = t % 9;
-        if (file > 0 && board[t - 1] == soldier) || (file < 8 && board[t + 1] == soldier) {
-            return true;
-        }
-        let general = Some(Piece::new(by, PieceKind::General));
-        let guard = Some(Piece::new(by, PieceKind::Advisor));
-        PALACE_STEPS[by.index()][t].squares().iter().any(|&s| {
-            let p = board[s as usize];
-            p == general || p == guard
-        })
+        attacked_by(&self.board, t, by)
     }
 
     /// Whether the side to move's general is attacked.
@@ -658,4 +589,74 @@ impl fmt::Display for Position {
         writeln!(f, "   a b c d e f g h i")?;
         write!(f, "{}", self.fen())
     }
+}
+
+/// Whether point `t` is attacked by `by`: whether `by` has a pseudo-legal capture onto it if
+/// an enemy piece stood there (its own general's safety aside). A cannon on `t` can be
+/// attacked by any piece but a cannon. Any board is accepted (this is also the attack map of
+/// [`crate::attacks::AttackMap::of_janggi_board`]).
+pub(crate) fn attacked_by(board: &Board, t: usize, by: Color) -> bool {
+    let chariot = Piece::new(by, PieceKind::Chariot);
+    let cannon = Piece::new(by, PieceKind::Cannon);
+    let target_is_cannon = board[t].is_some_and(|p| p.kind == PieceKind::Cannon);
+    let line = |ray: &[u8]| -> bool {
+        let mut i = 0;
+        while i < ray.len() && board[ray[i] as usize].is_none() {
+            i += 1;
+        }
+        if i == ray.len() {
+            return false;
+        }
+        let screen = board[ray[i] as usize];
+        if screen == Some(chariot) {
+            return true;
+        }
+        if target_is_cannon || screen.is_some_and(|p| p.kind == PieceKind::Cannon) {
+            return false;
+        }
+        i += 1;
+        while i < ray.len() && board[ray[i] as usize].is_none() {
+            i += 1;
+        }
+        i < ray.len() && board[ray[i] as usize] == Some(cannon)
+    };
+    if RAYS[t].iter().any(|ray| line(ray.squares())) {
+        return true;
+    }
+    let d = &DIAG_RAYS[t];
+    if (0..d.len as usize).any(|k| line(d.ray(k))) {
+        return true;
+    }
+    let horse = Piece::new(by, PieceKind::Horse);
+    let h = &HORSE_ATTACKS[t];
+    for k in 0..h.len as usize {
+        if board[h.to[k] as usize] == Some(horse) && board[h.block[k] as usize].is_none() {
+            return true;
+        }
+    }
+    let elephant = Piece::new(by, PieceKind::Elephant);
+    let e = &ELEPHANT_ATTACKS[t];
+    for k in 0..e.len as usize {
+        if board[e.to[k] as usize] == Some(elephant)
+            && board[e.eye1[k] as usize].is_none()
+            && board[e.eye2[k] as usize].is_none()
+        {
+            return true;
+        }
+    }
+    let soldier = Some(Piece::new(by, PieceKind::Soldier));
+    let behind = t as i32 - forward(by);
+    if (0..90).contains(&behind) && board[behind as usize] == soldier {
+        return true;
+    }
+    let file = t % 9;
+    if (file > 0 && board[t - 1] == soldier) || (file < 8 && board[t + 1] == soldier) {
+        return true;
+    }
+    let general = Some(Piece::new(by, PieceKind::General));
+    let guard = Some(Piece::new(by, PieceKind::Advisor));
+    PALACE_STEPS[by.index()][t].squares().iter().any(|&s| {
+        let p = board[s as usize];
+        p == general || p == guard
+    })
 }

@@ -1,4 +1,5 @@
 //! Helpers shared by the rules crate's integration tests.
+#![allow(dead_code)] // each test binary uses a part of these
 
 use xiangqi::{Piece, Position, Setup, Square, Validation};
 
