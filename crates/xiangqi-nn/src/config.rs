@@ -77,6 +77,21 @@ pub struct NetConfig {
     /// encoding version 2; `false` is the 16 base planes of version 1. Xiangqi only.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub input_features: bool,
+    /// Auxiliary head (KataGo's): the opponent's reply policy, the search policy of the next
+    /// position of the game, from the policy head's features through a linear layer of its own
+    /// (`policy_channels · 90 → POLICY_SIZE`). Trained with `training.opponent_policy_weight`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub opponent_policy: bool,
+    /// Auxiliary head (Leela Chess Zero's): the plies left until the game's end, one output from
+    /// the value head's hidden layer. Trained with `training.moves_left_weight`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub moves_left: bool,
+    /// Auxiliary head (after KataGo's short-term value heads): WDL logits of the search values
+    /// of the next plies, averaged with weights decaying over `loop.short_term_plies` (see
+    /// `xiangqi_train`'s targets), from the value head's hidden layer. Trained with
+    /// `training.short_term_value_weight`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub short_term_value: bool,
 }
 
 impl Default for NetConfig {
@@ -91,6 +106,9 @@ impl Default for NetConfig {
             value_channels: 2,
             value_hidden: 64,
             input_features: false,
+            opponent_policy: false,
+            moves_left: false,
+            short_term_value: false,
         }
     }
 }
@@ -177,7 +195,31 @@ impl NetConfig {
         cmp("value_channels", self.value_channels.to_string(), other.value_channels.to_string());
         cmp("value_hidden", self.value_hidden.to_string(), other.value_hidden.to_string());
         cmp("input_features", self.input_features.to_string(), other.input_features.to_string());
+        for (key, a, b) in [
+            ("opponent_policy", self.opponent_policy, other.opponent_policy),
+            ("moves_left", self.moves_left, other.moves_left),
+            ("short_term_value", self.short_term_value, other.short_term_value),
+        ] {
+            cmp(key, a.to_string(), b.to_string());
+        }
         out
+    }
+
+    /// Whether the network has any auxiliary head (`opponent_policy`, `moves_left`,
+    /// `short_term_value`).
+    pub fn has_auxiliary_heads(&self) -> bool {
+        self.opponent_policy || self.moves_left || self.short_term_value
+    }
+
+    /// The network without its auxiliary heads: what plays, and what an export holds (the
+    /// heads only shape the tower during training).
+    pub fn without_auxiliary_heads(&self) -> NetConfig {
+        NetConfig {
+            opponent_policy: false,
+            moves_left: false,
+            short_term_value: false,
+            ..self.clone()
+        }
     }
 
     /// Whether two configs build the same network (the unused global settings of a network
@@ -256,6 +298,15 @@ pub struct TrainConfig {
     pub policy_weight: f64,
     /// Weight of the WDL cross-entropy in the loss.
     pub value_weight: f64,
+    /// Weight of the opponent-reply policy cross-entropy (KataGo uses 0.15); used only by a
+    /// network with `network.opponent_policy`.
+    pub opponent_policy_weight: f64,
+    /// Weight of the moves-left loss (Leela Chess Zero uses 0.1 for its head); used only by a
+    /// network with `network.moves_left`.
+    pub moves_left_weight: f64,
+    /// Weight of the short-term value cross-entropy; used only by a network with
+    /// `network.short_term_value`.
+    pub short_term_value_weight: f64,
     /// Samples per forward/backward pass; 0 = the whole batch in one pass. With a micro-batch
     /// smaller than the batch, the micro-batches run in parallel on the rayon pool and their
     /// gradients are summed before the one optimizer step (the loss is the same), but batch
@@ -289,6 +340,9 @@ impl Default for TrainConfig {
             mask_illegal: true,
             policy_weight: 1.0,
             value_weight: 1.0,
+            opponent_policy_weight: 0.15,
+            moves_left_weight: 0.1,
+            short_term_value_weight: 0.5,
             micro_batch: 64,
         }
     }
@@ -323,6 +377,13 @@ impl TrainConfig {
         )?;
         check(non_negative(self.policy_weight), "training.policy_weight", "must be a number >= 0")?;
         check(non_negative(self.value_weight), "training.value_weight", "must be a number >= 0")?;
+        for (key, w) in [
+            ("training.opponent_policy_weight", self.opponent_policy_weight),
+            ("training.moves_left_weight", self.moves_left_weight),
+            ("training.short_term_value_weight", self.short_term_value_weight),
+        ] {
+            check(non_negative(w), key, "must be a number >= 0")?;
+        }
         check(
             self.policy_weight + self.value_weight > 0.0,
             "training.value_weight",
@@ -438,6 +499,30 @@ mod tests {
         // Unused global settings do not make a difference.
         let c = NetConfig { global_channels: 99, ..a.clone() };
         assert!(a.same_shape(&c));
+        // An auxiliary head does: the checkpoint holds its weights.
+        let d = NetConfig { moves_left: true, ..a.clone() };
+        assert_eq!(a.differences(&d), vec!["network.moves_left: false vs true".to_string()]);
+        assert_eq!(d.without_auxiliary_heads(), a);
+        assert!(d.has_auxiliary_heads() && !a.has_auxiliary_heads());
+    }
+
+    #[test]
+    fn auxiliary_heads_are_off_by_default_and_absent_from_the_written_config() {
+        let text = toml::to_string(&NetConfig::default()).unwrap();
+        for key in ["opponent_policy", "moves_left", "short_term_value"] {
+            assert!(!text.contains(key), "{text}");
+        }
+        let net: NetConfig =
+            toml::from_str("opponent_policy = true\nshort_term_value = true").unwrap();
+        assert!(net.opponent_policy && net.short_term_value && !net.moves_left);
+        let d = TrainConfig::default;
+        for (key, train) in [
+            ("opponent_policy_weight", TrainConfig { opponent_policy_weight: -0.5, ..d() }),
+            ("moves_left_weight", TrainConfig { moves_left_weight: f64::NAN, ..d() }),
+            ("short_term_value_weight", TrainConfig { short_term_value_weight: -1.0, ..d() }),
+        ] {
+            assert_eq!(train.validate().unwrap_err().key, format!("training.{key}"));
+        }
     }
 
     #[test]

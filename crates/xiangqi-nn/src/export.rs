@@ -424,6 +424,8 @@ pub fn export_net(
     out: &Path,
 ) -> Result<ExportSummary, CheckpointError> {
     check_target(out)?;
+    // The auxiliary heads only shape the tower in training: an export is the net that plays.
+    let net = &net.without_auxiliary_heads();
     let tensors = host_tensors(net).map_err(serialize_err("the weights"))?;
     let safetensors = safetensors_bytes(&tensors, net.config(), &net.encoding)?;
     let json = description(net, &tensors, source)?;

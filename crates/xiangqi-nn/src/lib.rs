@@ -63,8 +63,8 @@ pub use checkpoint::{CheckpointError, Manifest};
 pub use config::{ConfigError, GlobalKind, LrSchedule, NetConfig, OptimizerKind, TrainConfig};
 pub use error::NnError;
 pub use infer::{InferenceNet, InferencePath, Logits, NnEvaluator};
-pub use model::{Net, NetOutput, WDL};
-pub use train::{StepMetrics, TrainBatch, Trainer};
+pub use model::{AuxiliaryOutput, MOVES_LEFT_SCALE, Net, NetOutput, WDL};
+pub use train::{AuxiliaryTargets, StepMetrics, TrainBatch, Trainer};
 
 /// The CPU device: burn's `flex` backend (multithreaded through the global rayon pool).
 pub fn cpu_device() -> Device {

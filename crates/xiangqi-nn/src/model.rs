@@ -14,6 +14,17 @@
 //!   └ value:  conv 1×1 → BN → ReLU → Linear → ReLU → Linear → WDL logits [B, 3]
 //! ```
 //!
+//! Auxiliary heads, for training only ([`Net::forward_with_auxiliary`]; not folded, exported or
+//! used in play), each when its `[network]` switch is set:
+//!
+//! ```text
+//!   policy features (after the policy head's conv, BN, ReLU)
+//!     └ opponent_policy: Linear → opponent reply logits [B, POLICY_SIZE]   (the opponent's frame)
+//!   value hidden layer (after value_fc1 and its ReLU)
+//!     ├ short_term_value: Linear → WDL logits [B, 3]
+//!     └ moves_left:       Linear → plies left / MOVES_LEFT_SCALE [B, 1]
+//! ```
+//!
 //! The same definition runs on every burn device; on an autodiff device batch normalisation
 //! uses the batch statistics (training), elsewhere its running statistics (inference). For fast
 //! inference use [`crate::InferenceNet`], which folds the batch normalisation into the
@@ -33,6 +44,10 @@ use crate::config::NetConfig;
 
 /// Number of value outputs: win, draw, loss (from the side to move), in this order.
 pub const WDL: usize = 3;
+
+/// Plies per unit of the moves-left head's output: it predicts `plies left / MOVES_LEFT_SCALE`,
+/// so that a typical game's remainder (tens to a few hundred plies) is of order 1.
+pub const MOVES_LEFT_SCALE: f32 = 100.0;
 
 /// A convolution without bias followed by batch normalisation.
 #[derive(Module, Debug)]
@@ -167,6 +182,29 @@ pub struct NetOutput {
     pub wdl: Tensor<2>,
 }
 
+/// What the auxiliary heads answer (see the [module documentation](self)); `None` for a head
+/// the network does not have.
+#[derive(Debug, Clone)]
+pub struct AuxiliaryOutput {
+    /// Logits of the opponent's reply: the policy of the next position, whose side to move is
+    /// the opponent, indexed in the opponent's frame (as the policy head indexes it when the
+    /// opponent is to move).
+    ///
+    /// # Shapes
+    /// `[B, POLICY_SIZE]`.
+    pub opponent_policy: Option<Tensor<2>>,
+    /// WDL logits of the short-term value, for the side to move.
+    ///
+    /// # Shapes
+    /// `[B, 3]`.
+    pub short_term_value: Option<Tensor<2>>,
+    /// Plies left until the game's end, divided by [`MOVES_LEFT_SCALE`].
+    ///
+    /// # Shapes
+    /// `[B, 1]`.
+    pub moves_left: Option<Tensor<2>>,
+}
+
 /// The trainable network (see the [module documentation](self) for its layout).
 #[derive(Module, Debug)]
 pub struct Net {
@@ -184,6 +222,12 @@ pub struct Net {
     pub value_fc1: Linear,
     /// Value head output layer, `value_hidden → 3`.
     pub value_fc2: Linear,
+    /// Opponent-reply head, `policy_channels · 90 → POLICY_SIZE` (`network.opponent_policy`).
+    pub opponent_policy_fc: Option<Linear>,
+    /// Short-term value head, `value_hidden → 3` (`network.short_term_value`).
+    pub short_term_fc: Option<Linear>,
+    /// Moves-left head, `value_hidden → 1` (`network.moves_left`).
+    pub moves_left_fc: Option<Linear>,
     /// The configuration the network was built from.
     #[module(skip)]
     pub config: NetConfig,
@@ -279,6 +323,16 @@ impl Net {
             value_fc1: LinearConfig::new(config.value_channels * PLANE_SIZE, config.value_hidden)
                 .init(device),
             value_fc2: LinearConfig::new(config.value_hidden, WDL).init(device),
+            opponent_policy_fc: config.opponent_policy.then(|| {
+                LinearConfig::new(config.policy_channels * PLANE_SIZE, encoding.policy_size)
+                    .init(device)
+            }),
+            short_term_fc: config
+                .short_term_value
+                .then(|| LinearConfig::new(config.value_hidden, WDL).init(device)),
+            moves_left_fc: config
+                .moves_left
+                .then(|| LinearConfig::new(config.value_hidden, 1).init(device)),
             config: config.clone(),
             encoding,
         }
@@ -319,12 +373,30 @@ impl Net {
         reinit_conv(&mut net.value_conv.conv, rng, device);
         reinit_linear(&mut net.value_fc1, rng, device);
         reinit_linear(&mut net.value_fc2, rng, device);
+        // After the main heads, so that a net with auxiliary heads has the same main weights.
+        for l in [&mut net.opponent_policy_fc, &mut net.short_term_fc, &mut net.moves_left_fc]
+            .into_iter()
+            .flatten()
+        {
+            reinit_linear(l, rng, device);
+        }
         net
     }
 
     /// The network's configuration.
     pub fn config(&self) -> &NetConfig {
         &self.config
+    }
+
+    /// The same network without its auxiliary heads (the one that plays, as exported), its
+    /// configuration's head switches cleared.
+    pub fn without_auxiliary_heads(&self) -> Net {
+        let mut net = self.clone();
+        net.opponent_policy_fc = None;
+        net.short_term_fc = None;
+        net.moves_left_fc = None;
+        net.config = self.config.without_auxiliary_heads();
+        net
     }
 
     /// Every batch normalisation of the network, in a fixed order.
@@ -352,6 +424,19 @@ impl Net {
     ///   game's [`xiangqi_search::Encoding`])
     /// * output `wdl`: `[B, 3]` (logits of win, draw, loss for the side to move)
     pub fn forward(&self, planes: Tensor<4>) -> NetOutput {
+        self.heads(planes, false).0
+    }
+
+    /// [`Net::forward`] and the auxiliary heads (those the network has; see
+    /// [`AuxiliaryOutput`]).
+    ///
+    /// # Shapes
+    /// As [`Net::forward`]; the auxiliary outputs as [`AuxiliaryOutput`] says.
+    pub fn forward_with_auxiliary(&self, planes: Tensor<4>) -> (NetOutput, AuxiliaryOutput) {
+        self.heads(planes, true)
+    }
+
+    fn heads(&self, planes: Tensor<4>, auxiliary: bool) -> (NetOutput, AuxiliaryOutput) {
         let [b, c, h, w] = planes.dims();
         debug_assert_eq!([c, h, w], [self.encoding.planes, PLANE_RANKS, PLANE_FILES]);
         let mut x = relu(self.input.forward(planes));
@@ -359,12 +444,20 @@ impl Net {
             x = block.forward(x);
         }
         let p = relu(self.policy_conv.forward(x.clone()));
-        let policy =
-            self.policy_fc.forward(p.reshape([b, self.config.policy_channels * PLANE_SIZE]));
+        let p = p.reshape([b, self.config.policy_channels * PLANE_SIZE]);
         let v = relu(self.value_conv.forward(x));
         let v = v.reshape([b, self.config.value_channels * PLANE_SIZE]);
-        let wdl = self.value_fc2.forward(relu(self.value_fc1.forward(v)));
-        NetOutput { policy, wdl }
+        let hidden = relu(self.value_fc1.forward(v));
+        let mut aux =
+            AuxiliaryOutput { opponent_policy: None, short_term_value: None, moves_left: None };
+        if auxiliary {
+            aux.opponent_policy = self.opponent_policy_fc.as_ref().map(|l| l.forward(p.clone()));
+            aux.short_term_value = self.short_term_fc.as_ref().map(|l| l.forward(hidden.clone()));
+            aux.moves_left = self.moves_left_fc.as_ref().map(|l| l.forward(hidden.clone()));
+        }
+        let policy = self.policy_fc.forward(p);
+        let wdl = self.value_fc2.forward(hidden);
+        (NetOutput { policy, wdl }, aux)
     }
 }
 

@@ -5,7 +5,16 @@
 //! ```text
 //! L = policy_weight · Σ_full CE(π_target, softmax_legal(policy logits)) / max(1, #full)
 //!   + value_weight  · Σ_all  w_i · CE(wdl_target, softmax(wdl logits)) / B
+//!   [+ opponent_policy_weight  · Σ_all o_i · CE(opponent π_target, softmax(opponent logits)) / B]
+//!   [+ short_term_value_weight · Σ_all s_i · CE(short-term WDL target, softmax(its logits)) / B]
+//!   [+ moves_left_weight       · Σ_all m_i · Huber_δ(moves-left output − plies left / 100) / B]
 //! ```
+//!
+//! The bracketed terms are those of the auxiliary heads the network has
+//! ([`crate::model::AuxiliaryOutput`]); `o_i`, `s_i` and `m_i` are 1 for a sample that carries
+//! that target ([`AuxiliaryTargets`]) and 0 for one that does not. The opponent's softmax runs
+//! over every action (its legal moves are not known to the batch). Huber_δ is `d² / 2` for
+//! `|d| ≤ δ` and `δ (|d| − δ / 2)` beyond, with δ = [`MOVES_LEFT_HUBER_DELTA`] (10 plies).
 //!
 //! where "full" are the samples whose search was a full one: under playout cap randomization
 //! (Wu 2019) only those carry a policy target, so the others add no policy loss. The policy
@@ -38,7 +47,24 @@ use xiangqi_search::{Encoding, GameEnv};
 use crate::config::{ConfigError, NetConfig, OptimizerKind, TrainConfig};
 use crate::error::NnError;
 use crate::infer::{InferenceNet, to_vec};
-use crate::model::{Net, WDL};
+use crate::model::{MOVES_LEFT_SCALE, Net, WDL};
+
+/// δ of the moves-left head's Huber loss, in the head's units (0.1 = 10 plies): errors beyond it
+/// count linearly, so that the long games' large errors do not dominate.
+pub const MOVES_LEFT_HUBER_DELTA: f32 = 0.1;
+
+/// The targets of the auxiliary heads for one sample (see the [module documentation](self));
+/// `None` where the sample has none (the loss then ignores that head for it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AuxiliaryTargets<'a> {
+    /// The opponent's reply: the next position's search policy as `(policy index, probability)`
+    /// pairs, indexed in the opponent's frame (the next position's side to move).
+    pub opponent_policy: Option<&'a [(u16, f32)]>,
+    /// The short-term value: win, draw, loss probabilities for the side to move (summing to 1).
+    pub short_term_value: Option<[f32; 3]>,
+    /// Plies left until the game's end (≥ 0).
+    pub moves_left: Option<f32>,
+}
 
 /// A batch of training samples laid out as the network wants them.
 ///
@@ -57,6 +83,19 @@ pub struct TrainBatch {
     legal: Vec<f32>,
     /// Each sample's weight in the value loss, `[B]`.
     value_weight: Vec<f32>,
+    /// The opponent-reply targets, `[B, POLICY_SIZE]`; empty until a sample has one (the rows
+    /// of the samples before it are then zeros).
+    opponent: Vec<f32>,
+    /// 1 for a sample with an opponent-reply target, `[B]`.
+    opponent_weight: Vec<f32>,
+    /// The short-term WDL targets, `[B, 3]` (zeros where there is none).
+    short_term: Vec<f32>,
+    /// 1 for a sample with a short-term value target, `[B]`.
+    short_term_weight: Vec<f32>,
+    /// Plies left / [`MOVES_LEFT_SCALE`], `[B]` (0 where there is no target).
+    moves_left: Vec<f32>,
+    /// 1 for a sample with a moves-left target, `[B]`.
+    moves_left_weight: Vec<f32>,
 }
 
 impl TrainBatch {
@@ -81,6 +120,12 @@ impl TrainBatch {
             full: Vec::with_capacity(n),
             legal: Vec::with_capacity(n * encoding.policy_size),
             value_weight: Vec::with_capacity(n),
+            opponent: Vec::new(),
+            opponent_weight: Vec::with_capacity(n),
+            short_term: Vec::with_capacity(n * WDL),
+            short_term_weight: Vec::with_capacity(n),
+            moves_left: Vec::with_capacity(n),
+            moves_left_weight: Vec::with_capacity(n),
         }
     }
 
@@ -107,6 +152,12 @@ impl TrainBatch {
         self.full.clear();
         self.legal.clear();
         self.value_weight.clear();
+        self.opponent.clear();
+        self.opponent_weight.clear();
+        self.short_term.clear();
+        self.short_term_weight.clear();
+        self.moves_left.clear();
+        self.moves_left_weight.clear();
     }
 
     /// Adds a sample from encoded planes and a dense policy target.
@@ -127,6 +178,7 @@ impl TrainBatch {
         self.full.push(if full_search { 1.0 } else { 0.0 });
         self.legal.resize(self.legal.len() + policy_size, 1.0);
         self.value_weight.push(1.0);
+        self.push_auxiliary(&AuxiliaryTargets::default());
     }
 
     /// Adds a sample as a replay shard stores it: the compact plane inputs and a sparse policy
@@ -165,6 +217,27 @@ impl TrainBatch {
         full_search: bool,
         value_weight: f32,
     ) -> Result<(), InvalidPieceCode> {
+        let aux = AuxiliaryTargets::default();
+        self.push_with_auxiliary(inputs, policy, wdl, full_search, value_weight, &aux)
+    }
+
+    /// [`TrainBatch::push_weighted`] with the sample's targets of the auxiliary heads (those
+    /// `None` teach that head nothing for this sample).
+    ///
+    /// # Errors
+    /// [`InvalidPieceCode`] if the board holds a code above 14 (nothing is added).
+    ///
+    /// # Panics
+    /// If a policy index (of `policy` or of the opponent's) is `>= POLICY_SIZE`.
+    pub fn push_with_auxiliary(
+        &mut self,
+        inputs: &PlaneInputs,
+        policy: &[(u16, f32)],
+        wdl: [f32; 3],
+        full_search: bool,
+        value_weight: f32,
+        aux: &AuxiliaryTargets<'_>,
+    ) -> Result<(), InvalidPieceCode> {
         let start = self.planes.len();
         self.planes.resize(start + self.encoding.input_size(), 0.0);
         if let Err(e) = self.encoding.encode_inputs(inputs, &mut self.planes[start..]) {
@@ -181,7 +254,30 @@ impl TrainBatch {
         self.wdl.extend_from_slice(&wdl);
         self.full.push(if full_search { 1.0 } else { 0.0 });
         self.value_weight.push(value_weight);
+        self.push_auxiliary(aux);
         Ok(())
+    }
+
+    /// Records the auxiliary targets of the sample just added (its other parts are in already).
+    fn push_auxiliary(&mut self, aux: &AuxiliaryTargets<'_>) {
+        let n = self.full.len();
+        let size = self.encoding.policy_size;
+        if aux.opponent_policy.is_some() || !self.opponent.is_empty() {
+            // Zero rows for the samples before the first one with a target, and for this one.
+            self.opponent.resize(n * size, 0.0);
+        }
+        if let Some(reply) = aux.opponent_policy {
+            let row = &mut self.opponent[(n - 1) * size..];
+            for &(i, p) in reply {
+                row[usize::from(i)] = p;
+            }
+        }
+        self.opponent_weight.push(if aux.opponent_policy.is_some() { 1.0 } else { 0.0 });
+        self.short_term.extend_from_slice(&aux.short_term_value.unwrap_or([0.0; 3]));
+        self.short_term_weight.push(if aux.short_term_value.is_some() { 1.0 } else { 0.0 });
+        let plies = aux.moves_left.filter(|m| m.is_finite());
+        self.moves_left.push(plies.map_or(0.0, |m| m.max(0.0) / MOVES_LEFT_SCALE));
+        self.moves_left_weight.push(if plies.is_some() { 1.0 } else { 0.0 });
     }
 
     /// The planes of all samples, `[B, planes, 10, 9]` flattened.
@@ -210,6 +306,24 @@ impl TrainBatch {
         &self.value_weight
     }
 
+    /// The opponent-reply targets, `[B, POLICY_SIZE]` flattened (all zero for a sample without
+    /// one; empty when no sample has one), and 1 or 0 per sample for whether it has one.
+    pub fn opponent_policy(&self) -> (&[f32], &[f32]) {
+        (&self.opponent, &self.opponent_weight)
+    }
+
+    /// The short-term WDL targets, `[B, 3]` flattened (zeros where there is none), and 1 or 0
+    /// per sample for whether it has one.
+    pub fn short_term_value(&self) -> (&[f32], &[f32]) {
+        (&self.short_term, &self.short_term_weight)
+    }
+
+    /// The moves-left targets in the head's units (plies left / [`MOVES_LEFT_SCALE`]), `[B]`,
+    /// and 1 or 0 per sample for whether it has one.
+    pub fn moves_left(&self) -> (&[f32], &[f32]) {
+        (&self.moves_left, &self.moves_left_weight)
+    }
+
     /// Whether sample `i` comes from a full search (carries a policy target).
     ///
     /// # Panics
@@ -233,7 +347,8 @@ pub struct StepMetrics {
     pub samples: usize,
     /// Samples with a full search (the policy loss is over these).
     pub full_searches: usize,
-    /// The loss that was minimised: weighted policy and value terms (see the module docs).
+    /// The loss that was minimised: the weighted policy, value and auxiliary terms (see the
+    /// module docs), each term as the mean its own field reports.
     pub loss: f32,
     /// Policy cross-entropy, mean over the full-search samples (0 if there were none).
     pub policy_loss: f32,
@@ -245,6 +360,14 @@ pub struct StepMetrics {
     pub policy_entropy: f32,
     /// Fraction of samples whose most likely predicted WDL outcome is the target's.
     pub value_accuracy: f32,
+    /// Opponent-reply cross-entropy, mean over the samples with that target (0 without the
+    /// head, or without such samples).
+    pub opponent_policy_loss: f32,
+    /// Short-term WDL cross-entropy, mean over the samples with that target (0 likewise).
+    pub short_term_value_loss: f32,
+    /// Moves-left Huber loss in the head's units, mean over the samples with that target (0
+    /// likewise).
+    pub moves_left_loss: f32,
     /// Learning rate of this step.
     pub learning_rate: f64,
     /// Global L2 norm of the gradient, before clipping.
@@ -325,17 +448,26 @@ struct Part {
     /// `Some` when illegal actions are masked out of the policy softmax.
     legal: Option<Vec<f32>>,
     value_weight: Vec<f32>,
+    /// The targets and per-sample weights of the auxiliary heads the network has (`None` for
+    /// those it does not).
+    opponent: Option<(Vec<f32>, Vec<f32>)>,
+    short_term: Option<(Vec<f32>, Vec<f32>)>,
+    moves_left: Option<(Vec<f32>, Vec<f32>)>,
 }
 
+/// The factors of a pass's summed loss terms: policy, value, opponent reply, short-term value,
+/// moves left.
+#[derive(Clone, Copy)]
+struct Scales([f64; 5]);
+
+/// The loss sums a pass reports: policy CE, WDL CE, policy entropy, correct WDL predictions,
+/// opponent-reply CE, short-term WDL CE, moves-left Huber loss (the last three unweighted by
+/// the loss weights, 0 for a head the network lacks).
+type Sums = [Tensor<1>; 7];
+
 /// Forward and backward of one (micro-)batch on `net`: the gradients of the part's share of the
-/// loss (`policy_scale · Σ policy CE + value_scale · Σ WDL CE`), and the part's sums of policy
-/// CE, WDL CE, policy entropy and correct WDL predictions (on the plain device).
-fn pass(
-    net: &Net,
-    part: Part,
-    (policy_scale, value_scale): (f64, f64),
-    dev: &Device,
-) -> (GradientsParams, [Tensor<1>; 4]) {
+/// loss (each term's sum times its scale), and the part's [`Sums`] (on the plain device).
+fn pass(net: &Net, part: Part, scales: Scales, dev: &Device) -> (GradientsParams, Sums) {
     let m = part.full.len();
     let (planes, policy_size) = (net.encoding.planes, net.encoding.policy_size);
     let x = Tensor::<4>::from_data(
@@ -346,8 +478,9 @@ fn pass(
     let target_wdl = Tensor::<2>::from_data(TensorData::new(part.wdl, [m, WDL]), dev);
     let mask = Tensor::<2>::from_data(TensorData::new(part.full, [m, 1]), dev);
     let value_weight = Tensor::<2>::from_data(TensorData::new(part.value_weight, [m, 1]), dev);
+    let column = |v: Vec<f32>| Tensor::<2>::from_data(TensorData::new(v, [m, 1]), dev);
 
-    let out = net.forward(x);
+    let (out, aux) = net.forward_with_auxiliary(x);
     let logits = match part.legal {
         // Illegal actions get a logit far below any real one: a softmax weight of exactly 0,
         // and so no gradient (0 · a finite log-probability in the cross-entropy).
@@ -361,14 +494,38 @@ fn pass(
     let log_wdl = log_softmax(out.wdl, 1);
     let policy_ce = ((target_policy * log_policy.clone()).sum_dim(1) * mask).sum().neg();
     let value_ce = ((target_wdl.clone() * log_wdl.clone()).sum_dim(1) * value_weight).sum().neg();
-    let loss =
+    let [policy_scale, value_scale, opponent_scale, short_scale, moves_scale] = scales.0;
+    let mut loss =
         policy_ce.clone().mul_scalar(policy_scale) + value_ce.clone().mul_scalar(value_scale);
+    let inner = dev.clone().inner();
+    let mut aux_sums: [Tensor<1>; 3] = std::array::from_fn(|_| Tensor::<1>::zeros([1], &inner));
+    if let (Some(logits), Some((target, weight))) = (aux.opponent_policy, part.opponent) {
+        let target = Tensor::<2>::from_data(TensorData::new(target, [m, policy_size]), dev);
+        let ce = ((target * log_softmax(logits, 1)).sum_dim(1) * column(weight)).sum().neg();
+        loss = loss + ce.clone().mul_scalar(opponent_scale);
+        aux_sums[0] = ce.inner();
+    }
+    if let (Some(logits), Some((target, weight))) = (aux.short_term_value, part.short_term) {
+        let target = Tensor::<2>::from_data(TensorData::new(target, [m, WDL]), dev);
+        let ce = ((target * log_softmax(logits, 1)).sum_dim(1) * column(weight)).sum().neg();
+        loss = loss + ce.clone().mul_scalar(short_scale);
+        aux_sums[1] = ce.inner();
+    }
+    if let (Some(out), Some((target, weight))) = (aux.moves_left, part.moves_left) {
+        // Huber: q · (|d| − q / 2) with q = min(|d|, δ) is d² / 2 within δ, linear beyond.
+        let d = (out - column(target)).abs();
+        let q = d.clone().clamp_max(MOVES_LEFT_HUBER_DELTA);
+        let huber = (q.clone() * (d - q.mul_scalar(0.5)) * column(weight)).sum();
+        loss = loss + huber.clone().mul_scalar(moves_scale);
+        aux_sums[2] = huber.inner();
+    }
     let grads = GradientsParams::from_grads(loss.backward(), net);
 
     let log_policy = log_policy.inner();
     let entropy = (log_policy.clone().exp() * log_policy).sum().neg();
     let hits = log_wdl.inner().argmax(1).equal(target_wdl.inner().argmax(1)).float().sum();
-    (grads, [policy_ce.inner(), value_ce.inner(), entropy, hits])
+    let [opponent, short, moves] = aux_sums;
+    (grads, [policy_ce.inner(), value_ce.inner(), entropy, hits, opponent, short, moves])
 }
 
 /// Adds the gradients of `other` into `acc`.
@@ -625,7 +782,7 @@ impl Trainer {
     pub fn step(&mut self, batch: &TrainBatch) -> Result<StepMetrics, NnError> {
         let n = batch.len();
         let enc = self.checked_encoding(batch)?;
-        let (planes, policy, legal) = self.augmented(batch, enc);
+        let inputs = self.augmented(batch, enc);
         let mask_illegal = self.config.mask_illegal;
         let dev = &self.device;
         let inner = dev.clone().inner();
@@ -634,28 +791,32 @@ impl Trainer {
             0 => n,
             m => m.min(n),
         };
-        let policy_scale = self.config.policy_weight / full_searches.max(1) as f64;
-        let value_scale = self.config.value_weight / n as f64;
+        let c = &self.config;
+        let per_sample = |w: f64| w / n as f64;
+        let scales = Scales([
+            c.policy_weight / full_searches.max(1) as f64,
+            per_sample(c.value_weight),
+            per_sample(c.opponent_policy_weight),
+            per_sample(c.short_term_value_weight),
+            per_sample(c.moves_left_weight),
+        ]);
+        // Samples carrying each auxiliary target, for the reported means.
+        let count = |w: &[f32]| w.iter().filter(|&&x| x > 0.0).count();
+        let aux_counts = [
+            count(&batch.opponent_weight),
+            count(&batch.short_term_weight),
+            count(&batch.moves_left_weight),
+        ];
 
         let net = self.net.take().expect("the trainer always holds its network between steps");
-        let scales = (policy_scale, value_scale);
-        let (mut grads, [policy_sum, value_sum, entropy_sum, hits_sum]) = if micro >= n {
-            let part = Part {
-                planes,
-                policy,
-                wdl: batch.wdl.clone(),
-                full: batch.full.clone(),
-                legal: mask_illegal.then_some(legal),
-                value_weight: batch.value_weight.clone(),
-            };
-            pass(&net, part, scales, dev)
+        let heads = Heads::of(&net);
+        let (mut grads, sums) = if micro >= n {
+            pass(&net, inputs.part(batch, 0, n, mask_illegal, heads), scales, dev)
         } else {
-            let inputs = Inputs { planes: &planes, policy: &policy, legal: &legal };
-            micro_batch_passes(&net, batch, inputs, micro, mask_illegal, scales, dev)
+            micro_batch_passes(&net, batch, &inputs, micro, mask_illegal, scales, dev)
         };
 
-        let sums = [policy_sum, value_sum, entropy_sum, hits_sum];
-        let report = step_report(&net, &grads, sums, n, full_searches, &inner);
+        let report = step_report(&net, &grads, sums, n, full_searches, aux_counts, &inner);
         let r = match to_vec(report) {
             Ok(r) => r,
             Err(e) => {
@@ -664,8 +825,14 @@ impl Trainer {
             }
         };
         let (policy_loss, value_loss) = (r[0], r[1]);
-        let loss = (self.config.policy_weight * f64::from(policy_loss)
-            + self.config.value_weight * f64::from(value_loss)) as f32;
+        let [opponent_policy_loss, short_term_value_loss, moves_left_loss] = [r[6], r[7], r[8]];
+        let aux_loss = |has: bool, w: f64, l: f32| if has { w * f64::from(l) } else { 0.0 };
+        let loss = (c.policy_weight * f64::from(policy_loss)
+            + c.value_weight * f64::from(value_loss)
+            + aux_loss(heads.opponent, c.opponent_policy_weight, opponent_policy_loss)
+            + aux_loss(heads.short_term, c.short_term_value_weight, short_term_value_loss)
+            + aux_loss(heads.moves_left, c.moves_left_weight, moves_left_loss))
+            as f32;
         let grad_norm = r[2].sqrt();
         for (what, value) in [("the loss", loss), ("the gradient norm", grad_norm)] {
             if !value.is_finite() {
@@ -690,6 +857,9 @@ impl Trainer {
             weight_decay_loss: (0.5 * self.config.weight_decay * f64::from(r[3])) as f32,
             policy_entropy: r[4],
             value_accuracy: r[5],
+            opponent_policy_loss,
+            short_term_value_loss,
+            moves_left_loss,
             learning_rate,
             grad_norm,
         };
@@ -713,70 +883,113 @@ impl Trainer {
         Ok(enc)
     }
 
-    /// The batch's planes, policies and legal masks, each sample mirrored left to right with
-    /// probability ½ when `training.mirror` is on.
-    fn augmented(&mut self, batch: &TrainBatch, enc: Encoding) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    /// The batch's planes, policies and legal masks (and opponent-reply targets, for a network
+    /// with that head), each sample mirrored left to right with probability ½ when
+    /// `training.mirror` is on. The other targets do not change under the mirror.
+    fn augmented(&mut self, batch: &TrainBatch, enc: Encoding) -> Inputs {
         let (input_size, policy_size) = (enc.input_size(), enc.policy_size);
+        let n = batch.len();
         let mut planes = batch.planes.clone();
         let mut policy = batch.policy.clone();
         let mut legal = batch.legal.clone();
+        let mut opponent = Vec::new();
+        if self.net().opponent_policy_fc.is_some() {
+            opponent = batch.opponent.clone();
+            opponent.resize(n * policy_size, 0.0);
+        }
         if self.config.mirror {
-            for ((p, pi), l) in planes
-                .chunks_exact_mut(input_size)
-                .zip(policy.chunks_exact_mut(policy_size))
-                .zip(legal.chunks_exact_mut(policy_size))
-            {
+            for i in 0..n {
                 if self.rng.random_bool(0.5) {
-                    (enc.mirror_planes)(p);
-                    (enc.mirror_policy)(pi);
-                    (enc.mirror_policy)(l);
+                    let row = i * policy_size..(i + 1) * policy_size;
+                    (enc.mirror_planes)(&mut planes[i * input_size..(i + 1) * input_size]);
+                    (enc.mirror_policy)(&mut policy[row.clone()]);
+                    (enc.mirror_policy)(&mut legal[row.clone()]);
+                    if !opponent.is_empty() {
+                        (enc.mirror_policy)(&mut opponent[row]);
+                    }
                 }
             }
         }
-        (planes, policy, legal)
+        Inputs { planes, policy, legal, opponent }
     }
 }
 
-/// A step's (augmented) inputs, sample-major.
-struct Inputs<'a> {
-    planes: &'a [f32],
-    policy: &'a [f32],
-    legal: &'a [f32],
+/// Which auxiliary heads a network has.
+#[derive(Clone, Copy)]
+struct Heads {
+    opponent: bool,
+    short_term: bool,
+    moves_left: bool,
 }
 
-/// The gradients and the loss sums `[policy, value, entropy, hits]` of `batch` passed in
-/// micro-batches of `micro` samples: each on its own copy of `net`, in parallel, the batch
-/// norms' running statistics then moved once towards the mean of the copies' own.
+impl Heads {
+    fn of(net: &Net) -> Heads {
+        Heads {
+            opponent: net.opponent_policy_fc.is_some(),
+            short_term: net.short_term_fc.is_some(),
+            moves_left: net.moves_left_fc.is_some(),
+        }
+    }
+}
+
+/// A step's (augmented) inputs, sample-major; `opponent` is empty for a network without the
+/// opponent-reply head.
+struct Inputs {
+    planes: Vec<f32>,
+    policy: Vec<f32>,
+    legal: Vec<f32>,
+    opponent: Vec<f32>,
+}
+
+impl Inputs {
+    /// Samples `start..end` as a [`Part`], with the targets of the heads in `heads`.
+    fn part(&self, batch: &TrainBatch, start: usize, end: usize, mask: bool, heads: Heads) -> Part {
+        let (input_size, policy_size) = (batch.encoding.input_size(), batch.encoding.policy_size);
+        let rows = |v: &[f32], width: usize| v[start * width..end * width].to_vec();
+        Part {
+            planes: rows(&self.planes, input_size),
+            policy: rows(&self.policy, policy_size),
+            wdl: rows(&batch.wdl, WDL),
+            full: rows(&batch.full, 1),
+            legal: mask.then(|| rows(&self.legal, policy_size)),
+            value_weight: rows(&batch.value_weight, 1),
+            opponent: heads
+                .opponent
+                .then(|| (rows(&self.opponent, policy_size), rows(&batch.opponent_weight, 1))),
+            short_term: heads
+                .short_term
+                .then(|| (rows(&batch.short_term, WDL), rows(&batch.short_term_weight, 1))),
+            moves_left: heads
+                .moves_left
+                .then(|| (rows(&batch.moves_left, 1), rows(&batch.moves_left_weight, 1))),
+        }
+    }
+}
+
+/// The gradients and the loss [`Sums`] of `batch` passed in micro-batches of `micro` samples:
+/// each on its own copy of `net`, in parallel, the batch norms' running statistics then moved
+/// once towards the mean of the copies' own.
 fn micro_batch_passes(
     net: &Net,
     batch: &TrainBatch,
-    inputs: Inputs<'_>,
+    inputs: &Inputs,
     micro: usize,
     mask_illegal: bool,
-    scales: (f64, f64),
+    scales: Scales,
     dev: &Device,
-) -> (GradientsParams, [Tensor<1>; 4]) {
+) -> (GradientsParams, Sums) {
     let n = batch.len();
-    let (input_size, policy_size) = (batch.encoding.input_size(), batch.encoding.policy_size);
-    let Inputs { planes, policy, legal } = inputs;
+    let heads = Heads::of(net);
     // Each micro-batch on its own copy of the network (same parameter ids, its own
     // autodiff graph and batch-norm running state), in parallel.
     let parts: Vec<(Net, Part)> = (0..n)
         .step_by(micro)
         .map(|start| {
             let end = (start + micro).min(n);
-            let part = Part {
-                planes: planes[start * input_size..end * input_size].to_vec(),
-                policy: policy[start * policy_size..end * policy_size].to_vec(),
-                wdl: batch.wdl[start * WDL..end * WDL].to_vec(),
-                full: batch.full[start..end].to_vec(),
-                legal: mask_illegal.then(|| legal[start * policy_size..end * policy_size].to_vec()),
-                value_weight: batch.value_weight[start..end].to_vec(),
-            };
-            (net.valid().train(), part)
+            (net.valid().train(), inputs.part(batch, start, end, mask_illegal, heads))
         })
         .collect();
-    let results: Vec<(Net, GradientsParams, [Tensor<1>; 4])> = parts
+    let results: Vec<(Net, GradientsParams, Sums)> = parts
         .into_par_iter()
         .map(|(copy, part)| {
             let (g, s) = pass(&copy, part, scales, dev);
@@ -795,15 +1008,15 @@ fn micro_batch_passes(
         bn.running_var.update(stats(|b| b.valid().running_var.value()));
     }
     drop(copies);
-    let mut acc: Option<(GradientsParams, [Tensor<1>; 4])> = None;
+    let mut acc: Option<(GradientsParams, Sums)> = None;
     for (_, g, part) in results {
         acc = Some(match acc {
             None => (g, part),
             Some((mut grads, sums)) => {
                 net.visit(&mut AddGrads { acc: &mut grads, other: g });
-                let [a, b, c, d] = sums;
-                let [e, f, g, h] = part;
-                (grads, [a + e, b + f, c + g, d + h])
+                let mut part = part.into_iter();
+                let sums = sums.map(|a| a + part.next().expect("as many sums in every part"));
+                (grads, sums)
             }
         });
     }
@@ -812,30 +1025,36 @@ fn micro_batch_passes(
 
 /// What a step reports, as one tensor read back in one transfer: the policy and value losses
 /// (means over the full searches and over the batch), the squared gradient and weight norms,
-/// the mean policy entropy and the value accuracy. Computed before the optimizer step.
+/// the mean policy entropy, the value accuracy, and the auxiliary losses (means over the
+/// samples carrying each target, `aux_counts`). Computed before the optimizer step.
 fn step_report(
     net: &Net,
     grads: &GradientsParams,
-    sums: [Tensor<1>; 4],
+    sums: Sums,
     n: usize,
     full_searches: usize,
+    aux_counts: [usize; 3],
     inner: &Device,
 ) -> Tensor<1> {
-    let [policy_sum, value_sum, entropy_sum, hits_sum] = sums;
+    let [policy_sum, value_sum, entropy_sum, hits_sum, opponent_sum, short_sum, moves_sum] = sums;
     let mut grad_squares = GradSquares { grads, sums: Vec::new() };
     net.visit(&mut grad_squares);
     let mut weight_squares = WeightSquares(Vec::new());
     net.visit(&mut weight_squares);
     let zero = || Tensor::<1>::zeros([1], inner);
     let sum = |v: Vec<Tensor<1>>| if v.is_empty() { zero() } else { Tensor::cat(v, 0).sum() };
+    let per = |k: usize| k.max(1) as f32;
     Tensor::cat(
         vec![
-            policy_sum.div_scalar(full_searches.max(1) as f32),
+            policy_sum.div_scalar(per(full_searches)),
             value_sum.div_scalar(n as f32),
             sum(grad_squares.sums),
             sum(weight_squares.0),
             entropy_sum.div_scalar(n as f32),
             hits_sum.div_scalar(n as f32),
+            opponent_sum.div_scalar(per(aux_counts[0])),
+            short_sum.div_scalar(per(aux_counts[1])),
+            moves_sum.div_scalar(per(aux_counts[2])),
         ],
         0,
     )

@@ -12,8 +12,8 @@ use xiangqi::env::{self, INPUT_SIZE, PLANE_FILES, PLANE_RANKS, PLANES, POLICY_SI
 use xiangqi::{Game, Position, RuleSet};
 use xiangqi_nn::checkpoint::{self, CheckpointError};
 use xiangqi_nn::{
-    GlobalKind, InferenceNet, Net, NetConfig, NnEvaluator, TrainBatch, TrainConfig, Trainer,
-    cpu_device,
+    AuxiliaryTargets, GlobalKind, InferenceNet, Net, NetConfig, NnEvaluator, TrainBatch,
+    TrainConfig, Trainer, cpu_device,
 };
 use xiangqi_search::{EvalBuffer, EvalRequest, Evaluator, SearchGame};
 
@@ -868,5 +868,202 @@ fn a_feature_net_round_trips_and_its_version_is_checked() {
     .err()
     .unwrap();
     assert_eq!(err.key, "network.input_features");
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A tiny net with every auxiliary head.
+fn aux_config() -> NetConfig {
+    NetConfig {
+        opponent_policy: true,
+        moves_left: true,
+        short_term_value: true,
+        ..NetConfig::tiny()
+    }
+}
+
+/// The short-term WDL targets of [`aux_batch`], by sample parity.
+const SHORT_TERM: [[f32; 3]; 2] = [[0.6, 0.3, 0.1], [0.1, 0.2, 0.7]];
+
+/// A batch of `n` full-search samples from random positions with auxiliary targets: an
+/// opponent reply on two actions (not on every fourth sample), a short-term WDL (not on every
+/// fifth) and `10 + 17 i` plies left (not on every third).
+fn aux_batch(n: usize, seed: u64) -> TrainBatch {
+    let mut b = TrainBatch::with_capacity::<xiangqi::Game>(n);
+    for (i, game) in games(n, seed).iter().enumerate() {
+        let turn = game.position().turn();
+        let moves = game.legal_moves();
+        let policy: Vec<(u16, f32)> = moves
+            .iter()
+            .enumerate()
+            .map(|(k, &m)| {
+                let p = if k == i % moves.len() { 1.0 } else { 0.0 };
+                (env::move_to_index(m, turn).unwrap() as u16, p)
+            })
+            .collect();
+        let reply =
+            [((i * 37 % POLICY_SIZE) as u16, 0.75), (((i * 37 + 5) % POLICY_SIZE) as u16, 0.25)];
+        let aux = AuxiliaryTargets {
+            opponent_policy: (i % 4 != 3).then_some(&reply[..]),
+            short_term_value: (i % 5 != 4).then_some(SHORT_TERM[i % 2]),
+            moves_left: (i % 3 != 2).then_some((10 + 17 * i) as f32),
+        };
+        let wdl = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][i % 3];
+        b.push_with_auxiliary(&PlaneInputs::from_game(game), &policy, wdl, true, 1.0, &aux)
+            .unwrap();
+    }
+    b
+}
+
+fn log_softmax(logits: &[f32]) -> Vec<f32> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let log_sum = logits.iter().map(|&x| (x - max).exp()).sum::<f32>().ln() + max;
+    logits.iter().map(|&x| x - log_sum).collect()
+}
+
+#[test]
+fn the_auxiliary_losses_are_the_documented_terms() {
+    let config = TrainConfig { mirror: false, micro_batch: 0, ..no_warmup() };
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&aux_config(), &config, &cpu_device(), 5).unwrap();
+    let b = aux_batch(12, 3);
+    let n = b.len();
+    // The heads' outputs before the step, on the trainer's (autodiff) device: batch
+    // normalisation by the batch's statistics, as in the step.
+    let x = Tensor::<4>::from_data(
+        TensorData::new(b.planes().to_vec(), [n, PLANES, PLANE_RANKS, PLANE_FILES]),
+        trainer.device(),
+    );
+    let (_, aux) = trainer.net().forward_with_auxiliary(x);
+    let host = |t: Option<Tensor<2>>| t.unwrap().try_into_vec_as::<f32>().unwrap();
+    let (opponent, short, moves) =
+        (host(aux.opponent_policy), host(aux.short_term_value), host(aux.moves_left));
+
+    let mean = |terms: Vec<f32>| terms.iter().sum::<f32>() / terms.len() as f32;
+    let (targets, weights) = b.opponent_policy();
+    let opponent_ce = mean(
+        (0..n)
+            .filter(|&i| weights[i] > 0.0)
+            .map(|i| {
+                let row = i * POLICY_SIZE..(i + 1) * POLICY_SIZE;
+                let lp = log_softmax(&opponent[row.clone()]);
+                -targets[row].iter().zip(&lp).map(|(t, l)| t * l).sum::<f32>()
+            })
+            .collect(),
+    );
+    let short_ce = mean(
+        (0..n)
+            .filter(|&i| i % 5 != 4)
+            .map(|i| {
+                let lp = log_softmax(&short[3 * i..3 * i + 3]);
+                -SHORT_TERM[i % 2].iter().zip(&lp).map(|(t, l)| t * l).sum::<f32>()
+            })
+            .collect(),
+    );
+    let huber = mean(
+        (0..n)
+            .filter(|&i| i % 3 != 2)
+            .map(|i| {
+                let d = (moves[i] - (10 + 17 * i) as f32 / xiangqi_nn::MOVES_LEFT_SCALE).abs();
+                let delta = 0.1;
+                if d <= delta { 0.5 * d * d } else { delta * (d - 0.5 * delta) }
+            })
+            .collect(),
+    );
+    // Weights as recorded: rows of samples without a reply are zero.
+    assert_eq!(weights.iter().filter(|&&w| w > 0.0).count(), 9);
+    assert!(targets[3 * POLICY_SIZE..4 * POLICY_SIZE].iter().all(|&t| t == 0.0));
+
+    let m = trainer.step(&b).unwrap();
+    let near = |a: f32, b: f32| (a - b).abs() <= 1e-4 * b.abs().max(1.0);
+    assert!(
+        near(m.opponent_policy_loss, opponent_ce),
+        "{} vs {opponent_ce}",
+        m.opponent_policy_loss
+    );
+    assert!(near(m.short_term_value_loss, short_ce), "{} vs {short_ce}", m.short_term_value_loss);
+    assert!(near(m.moves_left_loss, huber), "{} vs {huber}", m.moves_left_loss);
+    // The reported total is every term with its default weight.
+    let total = m.policy_loss
+        + m.value_loss
+        + 0.15 * m.opponent_policy_loss
+        + 0.5 * m.short_term_value_loss
+        + 0.1 * m.moves_left_loss;
+    assert!(near(m.loss, total), "{} vs {total}", m.loss);
+    // A net without the heads reports none.
+    let mut plain =
+        Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 5).unwrap();
+    let m = plain.step(&b).unwrap();
+    assert_eq!(
+        (m.opponent_policy_loss, m.short_term_value_loss, m.moves_left_loss),
+        (0.0, 0.0, 0.0)
+    );
+}
+
+#[test]
+fn the_auxiliary_heads_learn_their_targets() {
+    let config = TrainConfig {
+        learning_rate: 3e-3,
+        weight_decay: 0.0,
+        mirror: true,
+        micro_batch: 8,
+        ..no_warmup()
+    };
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&aux_config(), &config, &cpu_device(), 1).unwrap();
+    let b = aux_batch(16, 11);
+    let first = trainer.step(&b).unwrap();
+    let mut last = first;
+    for _ in 0..200 {
+        last = trainer.step(&b).unwrap();
+    }
+    // The short-term targets are soft: their cross-entropy cannot fall below their entropy.
+    let entropy = |p: [f32; 3]| -p.iter().map(|x| x * x.ln()).sum::<f32>();
+    let carrying: Vec<usize> = (0..16).filter(|i| i % 5 != 4).collect();
+    let floor =
+        carrying.iter().map(|&i| entropy(SHORT_TERM[i % 2])).sum::<f32>() / carrying.len() as f32;
+    assert!(last.opponent_policy_loss < first.opponent_policy_loss / 2.0, "{first:?}\n{last:?}");
+    assert!(
+        last.short_term_value_loss - floor < (first.short_term_value_loss - floor) / 3.0,
+        "{first:?}\n{last:?} (floor {floor})"
+    );
+    assert!(last.moves_left_loss < first.moves_left_loss / 2.0, "{first:?}\n{last:?}");
+}
+
+#[test]
+fn auxiliary_heads_leave_the_playing_net_and_its_export_as_without_them() {
+    let device = cpu_device();
+    let with = Net::seeded::<xiangqi::Game>(&aux_config(), &device, 4).valid();
+    let without = Net::seeded::<xiangqi::Game>(&NetConfig::tiny(), &device, 4).valid();
+    let planes = real_planes_for::<xiangqi::Game>(&with.encoding, 6, 2);
+    let outputs = |net: &Net| {
+        let out = net.forward(planes_tensor(planes.clone()));
+        (out.policy.try_into_vec_as::<f32>().unwrap(), out.wdl.try_into_vec_as::<f32>().unwrap())
+    };
+    // The same seed draws the same tower and main heads; the extra heads do not touch them.
+    assert_eq!(outputs(&with), outputs(&without));
+    assert!(with.moves_left_fc.is_some() && with.opponent_policy_fc.is_some());
+
+    // A trained net with the heads round-trips its checkpoint, heads included, and exports as
+    // the net that plays: no auxiliary head, the same outputs.
+    let dir = temp_dir("aux-heads");
+    let mut trainer =
+        Trainer::new::<xiangqi::Game>(&aux_config(), &no_warmup(), &cpu_device(), 8).unwrap();
+    let b = aux_batch(8, 4);
+    for _ in 0..3 {
+        trainer.step(&b).unwrap();
+    }
+    let ckpt = dir.join("ckpt");
+    checkpoint::save_trainer(&trainer, &ckpt, &BTreeMap::new()).unwrap();
+    let (resumed, manifest) =
+        checkpoint::load_trainer(&ckpt, Some(&aux_config()), None, &cpu_device()).unwrap();
+    assert_eq!(params_of(resumed.net()), params_of(trainer.net()));
+    assert_eq!(manifest.network, aux_config());
+    let (net, _) = checkpoint::load_net(&ckpt, None, &cpu_device()).unwrap();
+    let out = dir.join("export");
+    xiangqi_nn::export::export_net(&net, &manifest, &out).unwrap();
+    let (exported, exported_manifest) = checkpoint::load_net(&out, None, &cpu_device()).unwrap();
+    assert_eq!(exported_manifest.network, NetConfig::tiny());
+    assert!(exported.opponent_policy_fc.is_none() && exported.short_term_fc.is_none());
+    assert_eq!(outputs(&exported), outputs(&net));
     fs::remove_dir_all(&dir).unwrap();
 }

@@ -604,7 +604,7 @@ fn pretraining_refuses_missing_empty_and_other_game_shards() {
 
 /// A run whose net takes the tactical feature planes plays, trains and resumes, its
 /// checkpoints record encoding version 2, shards written by a run without them pretrain it
-/// (the planes come from the stored board), and janggi, which has none, refuses the key.
+/// (the planes come from the stored board), and a janggi run takes its own.
 #[test]
 fn a_net_with_input_features_trains_on_old_and_new_shards() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -638,11 +638,72 @@ fn a_net_with_input_features_trains_on_old_and_new_shards() {
     let manifest = checkpoint::read_manifest(&old.checkpoints.join("ckpt-000001"), None).unwrap();
     assert_eq!((manifest.encoding_version, manifest.planes), (1, 16));
 
+    // Janggi has its own feature planes (janggi's movement): a janggi run with them plays and
+    // trains, and records version 2.
     let mut janggi = tiny();
     janggi.game = xiangqi_search::GameKind::Janggi;
     janggi.network.input_features = true;
-    let err = janggi.check().unwrap_err();
-    assert_eq!(err.key, "network.input_features");
-    assert!(err.reason.contains("janggi"), "{}", err.reason);
+    let paths = RunPaths::under(&tmp.join("janggi"));
+    let mut run = TrainingRun::create(janggi.check().unwrap(), paths.clone()).unwrap();
+    run.run(Some(1), &mut NoObserver).unwrap();
+    let manifest = checkpoint::read_manifest(&paths.checkpoints.join("ckpt-000001"), None).unwrap();
+    assert_eq!((manifest.encoding_version, manifest.planes), (2, 23));
+    let _ = fs::remove_dir_all(&tmp);
+}
+
+/// Records the metrics of every optimizer step.
+#[derive(Default)]
+struct Steps(Vec<xiangqi_nn::StepMetrics>);
+
+impl Observer for Steps {
+    fn step(&mut self, metrics: &xiangqi_nn::StepMetrics) {
+        self.0.push(*metrics);
+    }
+}
+
+/// A run whose net has the auxiliary heads trains them from its own games (their losses are
+/// reported), records them in its checkpoints, resumes, and exports without them; a bad
+/// `loop.short_term_plies` is refused by name.
+#[test]
+fn a_net_with_auxiliary_heads_trains_them_and_resumes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-aux-heads-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let with = || {
+        let mut c = tiny();
+        c.network.opponent_policy = true;
+        c.network.moves_left = true;
+        c.network.short_term_value = true;
+        c.run.short_term_plies = 3.0;
+        c
+    };
+    let paths = RunPaths::under(&tmp);
+    let mut run = TrainingRun::create(with().check().unwrap(), paths.clone()).unwrap();
+    let mut steps = Steps::default();
+    run.run(Some(1), &mut steps).unwrap();
+    assert!(!steps.0.is_empty());
+    for m in &steps.0 {
+        // Every sample has a short-term value, and most an opponent reply (a full search
+        // follows half the plies): both terms are taught at every step.
+        assert!(m.opponent_policy_loss > 0.0 && m.short_term_value_loss > 0.0, "{m:?}");
+        assert!(m.moves_left_loss.is_finite() && m.moves_left_loss >= 0.0, "{m:?}");
+    }
+    drop(run);
+    let mut resumed = TrainingRun::resume(with().check().unwrap(), paths.clone()).unwrap();
+    resumed.run(Some(1), &mut NoObserver).unwrap();
+    assert_eq!(resumed.iteration(), 2);
+    let manifest = checkpoint::read_manifest(&paths.checkpoints.join("ckpt-000002"), None).unwrap();
+    assert!(manifest.network.opponent_policy && manifest.network.short_term_value);
+    // Resuming with the heads switched off is a different network, refused by name.
+    let mut without = with();
+    without.network.moves_left = false;
+    let Err(err) = TrainingRun::resume(without.check().unwrap(), paths.clone()) else {
+        panic!("a resume without the moves-left head was taken");
+    };
+    assert!(err.to_string().contains("network.moves_left"), "{err}");
+
+    let mut bad = with();
+    bad.run.short_term_plies = 0.5;
+    assert_eq!(bad.check().unwrap_err().key, "loop.short_term_plies");
     let _ = fs::remove_dir_all(&tmp);
 }

@@ -51,7 +51,8 @@ grad_norm,window_samples,false_resign_rate,end_checkmate,end_no_legal_moves,end_
 end_perpetual_chase,end_repetition,end_no_capture_limit,end_move_limit,end_insufficient_material,\
 end_resignation,end_length_cap,resign_threshold,heldout_samples,heldout_policy_loss,\
 heldout_value_loss,heldout_result_loss,heldout_material_loss,store_shards,store_workers,store_mb,\
-stale_shards,bad_shards,data_age_mean,data_age_max,ingest_s,waiting_shards";
+stale_shards,bad_shards,data_age_mean,data_age_max,ingest_s,waiting_shards,opponent_policy_loss,\
+short_term_value_loss,moves_left_loss";
 
 pub(super) const ARENA_HEADER: &str =
     "iteration,elapsed_s,opponent,games,wins,draws,losses,score,elo,elo_low,elo_high";
@@ -365,6 +366,16 @@ impl Observer for CliObserver {
         self.scalar("loss/weight_decay", f64::from(m.weight_decay_loss), s);
         self.scalar("policy/entropy", f64::from(m.policy_entropy), s);
         self.scalar("value/accuracy", f64::from(m.value_accuracy), s);
+        // The auxiliary heads' losses, for a network that has them (0 otherwise).
+        for (tag, x) in [
+            ("loss/opponent_policy", m.opponent_policy_loss),
+            ("loss/short_term_value", m.short_term_value_loss),
+            ("loss/moves_left", m.moves_left_loss),
+        ] {
+            if x > 0.0 {
+                self.scalar(tag, f64::from(x), s);
+            }
+        }
         self.scalar("train/learning_rate", m.learning_rate, s);
         self.scalar("train/grad_norm", f64::from(m.grad_norm), s);
         if self.first_step.is_none() {
@@ -592,6 +603,13 @@ fn metrics_row(r: &IterationReport, rates: &IterationRates) -> String {
             g.waiting_shards
         )),
         None => row.push_str(",,,,,,,,,"),
+    }
+    // The auxiliary heads' losses: empty for a network without the head.
+    for x in [m.opponent_policy_loss, m.short_term_value_loss, m.moves_left_loss] {
+        row.push(',');
+        if x > 0.0 {
+            row.push_str(&format!("{x:.5}"));
+        }
     }
     row
 }

@@ -35,6 +35,16 @@ pub struct LoopConfig {
     /// Weight in the value loss of samples from cheap searches (playout cap randomization);
     /// KataGo gives them 0 (`cheapSearchTargetWeight`). Full-search samples weigh 1.
     pub cheap_value_weight: f64,
+    /// The horizon `h` of the short-term value target (for a network with
+    /// `network.short_term_value`), in plies: the search's root values of the sample's
+    /// position and of the positions after it in its game, `u_0, u_1, …` (each for the
+    /// sample's side to move), averaged with weights `(1 − λ) λ^j`, `λ = 1 − 1 / h`; the game's
+    /// result takes the weight left at its end (`λ^J` after `J` recorded plies). An
+    /// exponentially decaying average of future search values, as KataGo's short-term value
+    /// targets ("Short-term Value and Score Targets", docs/KataGoMethods.md). At most `4 h`
+    /// plies are read (their weights renormalised), and a game cut off at its length cap has
+    /// no result to end on (its weights are renormalised likewise). At least 1.
+    pub short_term_plies: f64,
     /// Self-tuning resignation: when above 0, the loop chooses `selfplay.resign_threshold`
     /// before each iteration's self-play as the highest threshold whose measured
     /// false-positive rate is at most this fraction (AlphaGo Zero kept it below 0.05), from
@@ -131,6 +141,7 @@ impl Default for LoopConfig {
             material_weight: 0.0,
             material_scale: 4.0,
             cheap_value_weight: 1.0,
+            short_term_plies: 6.0,
             resign_target_false_positive: 0.0,
             resign_min_resigners: 100,
             heldout_samples: 1024,
@@ -210,6 +221,9 @@ impl LoopConfig {
         }
         if !(0.0..=1.0).contains(&self.cheap_value_weight) {
             return bad("loop.cheap_value_weight", "must be between 0 and 1");
+        }
+        if !(self.short_term_plies.is_finite() && (1.0..=1000.0).contains(&self.short_term_plies)) {
+            return bad("loop.short_term_plies", "must be a number of plies from 1 to 1000");
         }
         if !(0.0..=0.5).contains(&self.resign_target_false_positive) {
             return bad("loop.resign_target_false_positive", "must be between 0 (off) and 0.5");

@@ -43,7 +43,7 @@ pub(super) fn heldout_losses(
     net: &InferenceNet,
     shard: &Shard,
     n: usize,
-    targets: &ValueTargets,
+    targets: &Targets,
 ) -> Result<Option<HeldOutLosses>, String> {
     let len = shard.len();
     if len == 0 || n == 0 {

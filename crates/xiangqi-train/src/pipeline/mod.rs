@@ -685,7 +685,7 @@ impl TrainingRun {
             &net,
             shard,
             self.config.run().heldout_samples,
-            &ValueTargets::of(self.config.run()),
+            &Targets::of(self.config.run(), self.trainer.net().config()),
         )
         .map_err(|reason| PipelineError::Shard { path: shard_path(&self.paths, iteration), reason })
     }
@@ -709,7 +709,7 @@ impl TrainingRun {
         let mut sums = StepMetrics::default();
         let mut taken = 0u64;
         let mut batch = TrainBatch::for_encoding(self.encoding(), r.batch_size);
-        let targets = ValueTargets::of(r);
+        let targets = Targets::of(r, self.trainer.net().config());
         while self.steps_in_iteration < planned {
             if observer.should_stop() {
                 if taken > 0 {
@@ -774,6 +774,9 @@ fn accumulate(sum: &mut StepMetrics, m: &StepMetrics) {
     sum.weight_decay_loss += m.weight_decay_loss;
     sum.policy_entropy += m.policy_entropy;
     sum.value_accuracy += m.value_accuracy;
+    sum.opponent_policy_loss += m.opponent_policy_loss;
+    sum.short_term_value_loss += m.short_term_value_loss;
+    sum.moves_left_loss += m.moves_left_loss;
     sum.learning_rate = m.learning_rate;
     sum.grad_norm += m.grad_norm;
 }
@@ -793,6 +796,9 @@ fn mean(sum: &StepMetrics, n: u64) -> StepMetrics {
         weight_decay_loss: sum.weight_decay_loss / k,
         policy_entropy: sum.policy_entropy / k,
         value_accuracy: sum.value_accuracy / k,
+        opponent_policy_loss: sum.opponent_policy_loss / k,
+        short_term_value_loss: sum.short_term_value_loss / k,
+        moves_left_loss: sum.moves_left_loss / k,
         learning_rate: sum.learning_rate,
         grad_norm: sum.grad_norm / k,
     }

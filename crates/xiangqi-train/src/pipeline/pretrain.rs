@@ -17,8 +17,8 @@ use xiangqi_nn::train::{StepMetrics, TrainBatch};
 use xiangqi_search::{Shard, list_shards, read_shard_from};
 
 use super::{
-    MAX_WINDOW_SAMPLES, Observer, PipelineError, ReplayWindow, StopReason, TrainingRun,
-    ValueTargets, accumulate, derive_seed, mean, shard_reason,
+    MAX_WINDOW_SAMPLES, Observer, PipelineError, ReplayWindow, StopReason, Targets, TrainingRun,
+    accumulate, derive_seed, mean, shard_reason,
 };
 
 /// Salt of the pretraining mini-batches' seeds ([`derive_seed`]; self-play uses 1, training 2,
@@ -255,11 +255,12 @@ impl TrainingRun {
         observer.pretrain_started(&record);
         let (mut done, planned) = (record.steps, record.planned_steps);
         self.pretrained = Some(record.clone());
-        let targets = ValueTargets {
+        // The shards' own values, not the material of their games' ends (see
+        // `loop.pretrain_value_q_weight`); the auxiliary heads' targets as in self-play.
+        let targets = Targets {
             q_weight: r.pretrain_value_q_weight as f32,
             material_weight: 0.0,
-            material_scale: r.material_scale as f32,
-            cheap_weight: r.cheap_value_weight as f32,
+            ..Targets::of(&r, self.trainer.net().config())
         };
         let mut batch = TrainBatch::for_encoding(self.encoding(), r.batch_size);
         let started = Instant::now();

@@ -1,13 +1,21 @@
 //! Unit tests of the value target and of the consumed-shard record.
 
-use super::{ValueTargets, value_target};
+use super::{Targets, value_target};
 
 fn close(a: [f32; 3], b: [f32; 3]) -> bool {
     a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-6)
 }
 
-fn t(q_weight: f32, material_weight: f32) -> ValueTargets {
-    ValueTargets { q_weight, material_weight, material_scale: 4.0, cheap_weight: 1.0 }
+fn t(q_weight: f32, material_weight: f32) -> Targets {
+    Targets {
+        q_weight,
+        material_weight,
+        material_scale: 4.0,
+        cheap_weight: 1.0,
+        opponent_policy: false,
+        moves_left: false,
+        short_term_plies: None,
+    }
 }
 
 /// The target alone, for an uncapped full-search sample with no material known.
@@ -62,10 +70,10 @@ fn a_capped_game_teaches_no_result() {
 
 #[test]
 fn cheap_search_samples_take_their_own_value_weight() {
-    let targets = ValueTargets { cheap_weight: 0.0, ..t(0.0, 0.0) };
+    let targets = Targets { cheap_weight: 0.0, ..t(0.0, 0.0) };
     assert_eq!(value_target(1, 0.0, None, false, false, &targets).1, 0.0);
     assert_eq!(value_target(1, 0.0, None, false, true, &targets).1, 1.0);
-    let targets = ValueTargets { cheap_weight: 0.5, ..t(0.0, 0.0) };
+    let targets = Targets { cheap_weight: 0.5, ..t(0.0, 0.0) };
     assert_eq!(value_target(1, 0.0, None, false, false, &targets).1, 0.5);
 }
 
@@ -123,4 +131,162 @@ fn an_iterations_store_record_reads_back_whole_and_an_old_one_as_a_cursor() {
     }
     assert_eq!(super::read_consumed(&paths, 4).unwrap(), None);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+mod auxiliary {
+    //! The auxiliary heads' targets, on a hand-made game of five recorded plies.
+
+    use xiangqi::env::encode_board_compact;
+    use xiangqi::{Color, Move, OutcomeReason, Position, RankBase};
+    use xiangqi_nn::TrainBatch;
+    use xiangqi_search::{Encoding, Shard, UNKNOWN_MATERIAL};
+
+    use super::super::{Targets, push_sample};
+    use super::t;
+
+    /// The search values of the five positions, each for its own side to move.
+    const VALUES: [f32; 5] = [0.2, -0.4, 0.6, -0.8, 1.0];
+
+    /// A game of `plies` plies (Red moves first) whose positions at plies 0–4 are recorded, the
+    /// search values [`VALUES`], ended by `ending` with Red the winner. The policies are two
+    /// moves each: Red's `h2e2` 0.7 and `b2e2` 0.3, Black's `h9g7` 0.6 and `b9c7` 0.4 (the
+    /// board is the start position throughout: the targets do not look at it). Ply 3 was a
+    /// cheap search.
+    fn game(plies: u16, ending: OutcomeReason) -> Shard {
+        let board = encode_board_compact(&Position::start());
+        let mv = |s: &str| Move::from_uci(s, RankBase::Zero).unwrap().to_u16();
+        let mut shard = Shard::default();
+        shard.policy_offsets.push(0);
+        for ply in 0..5u16 {
+            let red = ply % 2 == 0;
+            shard.boards.push(board);
+            shard.turn.push(if red { 0 } else { 1 });
+            shard.halfmove_clock.push(ply);
+            shard.repeated.push(0);
+            shard.result.push(if red { 1 } else { -1 });
+            shard.full_search.push(u8::from(ply != 3));
+            shard.root_value.push(VALUES[ply as usize]);
+            shard.game_id.push(7);
+            shard.worker.push(0);
+            shard.generation.push(0);
+            shard.ply.push(ply);
+            shard.ending.push(ending.index() as u8);
+            shard.game_plies.push(plies);
+            shard.final_material.push(UNKNOWN_MATERIAL);
+            let (a, b) = if red { ("h2e2", "b2e2") } else { ("h9g7", "b9c7") };
+            let p = if red { [0.7, 0.3] } else { [0.6, 0.4] };
+            shard.policy_moves.extend([mv(a), mv(b)]);
+            shard.policy_probs.extend(p);
+            shard.policy_offsets.push(shard.policy_moves.len() as u32);
+        }
+        shard
+    }
+
+    fn all_heads(h: f32) -> Targets {
+        Targets {
+            opponent_policy: true,
+            moves_left: true,
+            short_term_plies: Some(h),
+            ..t(0.0, 0.0)
+        }
+    }
+
+    fn batch_of(shard: &Shard, targets: &Targets) -> TrainBatch {
+        let mut batch = TrainBatch::for_encoding(Encoding::of::<xiangqi::Game>(), 5);
+        for i in 0..shard.len() {
+            push_sample(&mut batch, shard, i, targets).unwrap();
+        }
+        batch
+    }
+
+    fn close(a: &[f32], b: &[f32]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-5)
+    }
+
+    #[test]
+    fn the_opponent_reply_is_the_next_full_search_policy_in_the_opponents_frame() {
+        let shard = game(5, OutcomeReason::Checkmate);
+        let batch = batch_of(&shard, &all_heads(6.0));
+        let enc = *batch.encoding();
+        let size = enc.policy_size;
+        let (rows, weights) = batch.opponent_policy();
+        // Plies 0, 1, 3 are followed by full searches; ply 2 by the cheap one (3), ply 4 by none.
+        assert_eq!(weights, &[1.0, 1.0, 0.0, 1.0, 0.0]);
+        let index = |s: &str, c: Color| {
+            (enc.move_to_index)(Move::from_uci(s, RankBase::Zero).unwrap(), c).unwrap()
+        };
+        // After Red's ply 0, Black's reply at ply 1, indexed as Black sees the board.
+        let row0 = &rows[..size];
+        assert!((row0[index("h9g7", Color::Black)] - 0.6).abs() < 1e-6);
+        assert!((row0[index("b9c7", Color::Black)] - 0.4).abs() < 1e-6);
+        assert!((row0.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        // After Black's ply 1, Red's reply at ply 2.
+        let row1 = &rows[size..2 * size];
+        assert!((row1[index("h2e2", Color::Red)] - 0.7).abs() < 1e-6);
+        assert!((row1[index("b2e2", Color::Red)] - 0.3).abs() < 1e-6);
+        // No target: an all-zero row.
+        assert!(rows[2 * size..3 * size].iter().all(|&x| x == 0.0));
+        // Black's frame is not Red's: the same move has another index.
+        assert_ne!(index("h9g7", Color::Black), index("h9g7", Color::Red));
+    }
+
+    #[test]
+    fn moves_left_counts_the_plies_to_the_games_end_and_is_unknown_after_a_length_cap() {
+        let batch = batch_of(&game(5, OutcomeReason::Checkmate), &all_heads(6.0));
+        let (left, weights) = batch.moves_left();
+        // Plies 5, 4, 3, 2, 1 left, in units of 100 plies.
+        assert!(close(left, &[0.05, 0.04, 0.03, 0.02, 0.01]), "{left:?}");
+        assert_eq!(weights, &[1.0; 5]);
+        let batch = batch_of(&game(5, OutcomeReason::LengthCap), &all_heads(6.0));
+        assert_eq!(batch.moves_left().1, &[0.0; 5]);
+    }
+
+    #[test]
+    fn the_short_term_value_decays_over_the_next_search_values_and_ends_on_the_result() {
+        // h = 2: λ = 1/2, weights 1/2, 1/4, 1/8, 1/16, 1/32 and 1/32 left for the result.
+        // From ply 0's side (Red) the values are 0.2, 0.4, 0.6, 0.8, 1.0 (Black's negated),
+        // each (q, 1 − q, 0); Red wins the game.
+        let batch = batch_of(&game(5, OutcomeReason::Checkmate), &all_heads(2.0));
+        let (t, w) = batch.short_term_value();
+        assert_eq!(w, &[1.0; 5]);
+        let win = 0.5 * 0.2 + 0.25 * 0.4 + 0.125 * 0.6 + 0.0625 * 0.8 + 0.03125 * 1.0 + 0.03125;
+        let draw = 0.5 * 0.8 + 0.25 * 0.6 + 0.125 * 0.4 + 0.0625 * 0.2;
+        assert!(close(&t[..3], &[win, draw, 0.0]), "{:?}", &t[..3]);
+        // Ply 3 (Black, q = −0.8 for it): 1/2 · (0, 0.2, 0.8) + 1/4 · (0, 0, 1) from ply 4's
+        // 1.0 for Red, and 1/4 left for Black's lost game.
+        assert!(close(&t[9..12], &[0.0, 0.1, 0.9]), "{:?}", &t[9..12]);
+
+        // Cut off at the length cap: no result, the recorded weights renormalised (31/32).
+        let batch = batch_of(&game(5, OutcomeReason::LengthCap), &all_heads(2.0));
+        let t = batch.short_term_value().0;
+        let (win, draw) = ((win - 0.03125) / 0.96875, draw / 0.96875);
+        assert!(close(&t[..3], &[win, draw, 0.0]), "{:?}", &t[..3]);
+
+        // A longer game whose plies after 4 are not recorded: renormalised likewise.
+        let batch = batch_of(&game(9, OutcomeReason::Checkmate), &all_heads(2.0));
+        assert!(close(&batch.short_term_value().0[..3], &[win, draw, 0.0]));
+
+        // h = 1 reads the sample's own value alone: ply 1, q = −0.4 for Black.
+        let batch = batch_of(&game(5, OutcomeReason::Checkmate), &all_heads(1.0));
+        assert!(close(&batch.short_term_value().0[3..6], &[0.0, 0.6, 0.4]));
+    }
+
+    #[test]
+    fn a_net_without_the_heads_gets_no_auxiliary_targets() {
+        let batch = batch_of(&game(5, OutcomeReason::Checkmate), &t(0.0, 0.0));
+        assert!(batch.opponent_policy().0.is_empty());
+        assert_eq!(batch.opponent_policy().1, &[0.0; 5]);
+        assert_eq!(batch.short_term_value().1, &[0.0; 5]);
+        assert_eq!(batch.moves_left().1, &[0.0; 5]);
+    }
+
+    #[test]
+    fn another_games_sample_is_not_read_as_the_next_ply() {
+        let mut shard = game(5, OutcomeReason::Checkmate);
+        shard.game_id[1] = 8;
+        let batch = batch_of(&shard, &all_heads(2.0));
+        // Ply 0's game has no recorded next ply: no reply, and its own value alone.
+        assert_eq!(batch.opponent_policy().1[0], 0.0);
+        assert!(close(&batch.short_term_value().0[..3], &[0.2, 0.8, 0.0]));
+    }
 }

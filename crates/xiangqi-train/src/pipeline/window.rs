@@ -45,7 +45,7 @@ impl ReplayWindow {
         batch: &mut TrainBatch,
         size: usize,
         seed: u64,
-        targets: &ValueTargets,
+        targets: &Targets,
     ) -> Result<(), String> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         batch.clear();
