@@ -156,9 +156,11 @@ fn short_term_value(shard: &Shard, i: usize, horizon: f32) -> [f32; 3] {
         left *= lambda;
         j += 1;
     }
-    // The last recorded position, ply `ply_i + j − 1`, was the one before the game's end.
+    // Whether the recorded positions reach the game's end: the last one, ply `ply_i + j − 1`,
+    // played the final move (`game_plies − 1`), or, in a resigned game, is the resigner's own
+    // position (`game_plies`: self-play records it, though no move is played from it).
     let ended = moves_left(shard, i).is_some()
-        && usize::from(shard.game_plies[i]) == usize::from(shard.ply[i]) + j;
+        && usize::from(shard.ply[i]) + j >= usize::from(shard.game_plies[i]);
     if ended {
         for (t, x) in target.iter_mut().zip(wdl_of_result(shard.result[i])) {
             *t += left * x;

@@ -266,6 +266,19 @@ mod auxiliary {
         let batch = batch_of(&game(9, OutcomeReason::Checkmate), &all_heads(2.0));
         assert!(close(&batch.short_term_value().0[..3], &[win, draw, 0.0]));
 
+        // A resigned game records the resigner's own position as its last (ply 4 = game_plies,
+        // Red to move resigns): the result still takes the weight left, here Red's loss.
+        let mut resigned = game(4, OutcomeReason::Resignation);
+        for r in &mut resigned.result {
+            *r = -*r;
+        }
+        let batch = batch_of(&resigned, &all_heads(2.0));
+        let win = 0.5 * 0.2 + 0.25 * 0.4 + 0.125 * 0.6 + 0.0625 * 0.8 + 0.03125 * 1.0;
+        let draw = 0.5 * 0.8 + 0.25 * 0.6 + 0.125 * 0.4 + 0.0625 * 0.2;
+        let t = batch.short_term_value().0;
+        assert!(close(&t[..3], &[win, draw, 0.03125]), "{:?}", &t[..3]);
+        assert_eq!(batch.moves_left().0[4], 0.0);
+
         // h = 1 reads the sample's own value alone: ply 1, q = −0.4 for Black.
         let batch = batch_of(&game(5, OutcomeReason::Checkmate), &all_heads(1.0));
         assert!(close(&batch.short_term_value().0[3..6], &[0.0, 0.6, 0.4]));
