@@ -857,17 +857,17 @@ fn a_feature_net_round_trips_and_its_version_is_checked() {
         assert!(matches!(err, CheckpointError::BadManifest { .. }), "{to}: {err}");
         assert!(err.to_string().contains("input_features"), "{to}: {err}");
     }
-    // Janggi has no feature planes: a trainer for it with input_features is a config error.
-    let err = Trainer::for_encoding(
+    // Janggi has the same seven feature planes after its 16 base planes (encoding version 2).
+    let janggi = Trainer::for_encoding(
         &config,
         Encoding::of::<xiangqi::janggi::Game>(),
         &no_warmup(),
         &cpu_device(),
         1,
     )
-    .err()
     .unwrap();
-    assert_eq!(err.key, "network.input_features");
+    let enc = janggi.net().encoding;
+    assert_eq!((enc.version, enc.planes, enc.features), (2, 16 + 7, true));
     fs::remove_dir_all(&dir).unwrap();
 }
 
