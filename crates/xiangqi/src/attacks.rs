@@ -61,10 +61,39 @@ const fn bit(s: usize) -> u128 {
     1u128 << s
 }
 
+/// What an attack map needs of one game's movement: xiangqi's ([`XIANGQI`]) or janggi's
+/// (`janggi/attacks.rs`).
+pub(crate) struct Movement {
+    /// The points the piece on a point attacks (empty for an empty point).
+    pub(crate) piece_attacks: fn(&Board, usize) -> u128,
+    /// Whether the point `s` (a general's) is attacked by side `by`.
+    pub(crate) attacked_by: fn(&Board, usize, Color) -> bool,
+    /// Whether a piece on the first point could be pinned to a general on the second at all
+    /// (a cheap filter before the removal test).
+    pub(crate) may_pin: fn(usize, usize) -> bool,
+}
+
+/// Xiangqi's movement: a pinned piece stands on its general's file or rank (a line) or on a
+/// horse's leg next to it.
+const XIANGQI: Movement = Movement {
+    piece_attacks,
+    attacked_by: general_attacked,
+    may_pin: |s, g| {
+        let (f, r, gf, gr) = (s % 9, s / 9, g % 9, g / 9);
+        f == gf || r == gr || (f.abs_diff(gf) == 1 && r.abs_diff(gr) == 1)
+    },
+};
+
 impl AttackMap {
     /// The attack map of `board`. Any board is accepted: a side without a general has no pins
     /// and is not in check.
     pub fn of_board(board: &Board) -> AttackMap {
+        AttackMap::under(board, &XIANGQI)
+    }
+
+    /// The attack map of `board` under a game's `movement`: attacked points from each piece,
+    /// hanging pieces from them, check and pins (by removal) from the general's attackers.
+    pub(crate) fn under(board: &Board, movement: &Movement) -> AttackMap {
         let mut map = AttackMap::default();
         let mut occupied = [0u128; 2];
         let mut general = [None; 2];
@@ -72,7 +101,7 @@ impl AttackMap {
             if let Some(p) = p {
                 let c = p.color.index();
                 occupied[c] |= bit(s);
-                map.attacked[c] |= piece_attacks(board, s);
+                map.attacked[c] |= (movement.piece_attacks)(board, s);
                 if p.kind == PieceKind::General && general[c].is_none() {
                     general[c] = Some(s);
                 }
@@ -86,9 +115,9 @@ impl AttackMap {
             let Some(g) = general[c] else {
                 continue;
             };
-            map.in_check[c] = general_attacked(board, g, color.other());
+            map.in_check[c] = (movement.attacked_by)(board, g, color.other());
             if !map.in_check[c] {
-                map.pinned[c] = pinned(board, g, color, occupied[c] & !generals);
+                map.pinned[c] = pinned(board, g, color, occupied[c] & !generals, movement);
             }
         }
         map
@@ -169,24 +198,20 @@ fn piece_attacks(board: &Board, from: usize) -> u128 {
 }
 
 /// Pieces among `candidates` (of `color`, general on `g` not attacked now) whose removal leaves
-/// the general attacked. Only a piece on the general's file or rank, or on a point diagonally
-/// next to it (a horse's leg), can change whether the general is attacked.
-fn pinned(board: &Board, g: usize, color: Color, candidates: u128) -> u128 {
-    let (gf, gr) = (g % 9, g / 9);
+/// the general attacked under `movement`; only pieces that its `may_pin` lets through are
+/// removed.
+fn pinned(board: &Board, g: usize, color: Color, candidates: u128, movement: &Movement) -> u128 {
     let mut scratch = *board;
     let mut out = 0u128;
     let mut rest = candidates;
     while rest != 0 {
         let s = rest.trailing_zeros() as usize;
         rest &= rest - 1;
-        let (f, r) = (s % 9, s / 9);
-        let on_line = f == gf || r == gr;
-        let leg = f.abs_diff(gf) == 1 && r.abs_diff(gr) == 1;
-        if !on_line && !leg {
+        if !(movement.may_pin)(s, g) {
             continue;
         }
         let piece = scratch[s].take();
-        if general_attacked(&scratch, g, color.other()) {
+        if (movement.attacked_by)(&scratch, g, color.other()) {
             out |= bit(s);
         }
         scratch[s] = piece;

@@ -2,7 +2,7 @@
 
 use super::position::attacked_by;
 use super::tables::{DIAG_RAYS, ELEPHANT_MOVES, PALACE_STEPS};
-use crate::attacks::AttackMap;
+use crate::attacks::{AttackMap, Movement};
 use crate::position::Board;
 use crate::tables::{HORSE_MOVES, RAYS};
 use crate::types::{Color, PieceKind};
@@ -12,47 +12,16 @@ const fn bit(s: usize) -> u128 {
     1u128 << s
 }
 
+/// Janggi's movement: its pieces' attacks; a pin may lie along a palace diagonal too, so
+/// every piece is tried by removal.
+const JANGGI: Movement =
+    Movement { piece_attacks: janggi_piece_attacks, attacked_by, may_pin: |_, _| true };
+
 impl AttackMap {
     /// The attack map of a janggi `board` (see [`crate::attacks`], "Janggi"). Any board is
     /// accepted: a side without a general has no pins and is not in check.
     pub fn of_janggi_board(board: &Board) -> AttackMap {
-        let mut map = AttackMap::default();
-        let mut occupied = [0u128; 2];
-        let mut general = [None; 2];
-        for (s, p) in board.iter().enumerate() {
-            if let Some(p) = p {
-                let c = p.color.index();
-                occupied[c] |= bit(s);
-                map.attacked[c] |= janggi_piece_attacks(board, s);
-                if p.kind == PieceKind::General && general[c].is_none() {
-                    general[c] = Some(s);
-                }
-            }
-        }
-        for color in [Color::Red, Color::Black] {
-            let c = color.index();
-            let o = color.other().index();
-            let generals = general[c].map_or(0, bit);
-            map.hanging[c] = occupied[c] & !generals & map.attacked[o] & !map.attacked[c];
-            let Some(g) = general[c] else {
-                continue;
-            };
-            map.in_check[c] = map.attacked[o] & bit(g) != 0;
-            if !map.in_check[c] {
-                let mut scratch = *board;
-                let mut rest = occupied[c] & !generals;
-                while rest != 0 {
-                    let s = rest.trailing_zeros() as usize;
-                    rest &= rest - 1;
-                    let piece = scratch[s].take();
-                    if attacked_by(&scratch, g, color.other()) {
-                        map.pinned[c] |= bit(s);
-                    }
-                    scratch[s] = piece;
-                }
-            }
-        }
-        map
+        AttackMap::under(board, &JANGGI)
     }
 }
 
