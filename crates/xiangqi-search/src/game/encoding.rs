@@ -215,7 +215,7 @@ mod tests {
             enc.encode_inputs(&janggi::env::plane_inputs(&game), &mut rebuilt).unwrap();
             assert_eq!(live, rebuilt, "ply {ply}");
             // The first feature plane (the mover's attacks) is not empty in a real game.
-            assert!(live[16 * 90..17 * 90].iter().any(|&x| x == 1.0), "ply {ply}");
+            assert!(live[16 * 90..17 * 90].contains(&1.0), "ply {ply}");
             let moves = game.legal_moves();
             if game.is_over() || moves.is_empty() {
                 break;
