@@ -47,6 +47,7 @@
 //! assert!((-1.0..=1.0).contains(&out.value(0)));
 //! ```
 
+pub mod batch;
 pub mod checkpoint;
 pub mod config;
 pub mod device;
