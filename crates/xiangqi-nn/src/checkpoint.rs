@@ -752,14 +752,21 @@ pub(crate) fn read_checked(
 
 /// Checks the size and checksum of every file the manifest lists except those named in
 /// `loaded`, which the caller reads itself with [`read_checked`]: a loader refuses a damaged
-/// file it does not use as well as one it does.
+/// file it does not use as well as one it does. The one exception is an export's `model.onnx`
+/// when it is absent: it is for other runtimes, never read here, and a copy of an export may
+/// leave it out (a recorded net kept small); when present it is checked like any other.
 pub(crate) fn check_other_files(
     dir: &Path,
     manifest: &Manifest,
     loaded: &[&str],
 ) -> Result<(), CheckpointError> {
     for f in manifest.files.iter().filter(|f| !loaded.contains(&f.name.as_str())) {
-        read_checked(dir, manifest, &f.name)?;
+        match read_checked(dir, manifest, &f.name) {
+            Err(CheckpointError::MissingFile { .. }) if f.name == crate::onnx::ONNX_FILE => {}
+            other => {
+                other?;
+            }
+        }
     }
     Ok(())
 }

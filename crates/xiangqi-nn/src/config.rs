@@ -113,6 +113,11 @@ impl Default for NetConfig {
     }
 }
 
+/// The largest weight of a loss term (`training.*_weight`). The terms are of order one and
+/// the learning rate sets the step, so a larger weight is a mistyped value (`1e3` for `1e-3`)
+/// that would only overflow the gradients a few steps into the run.
+pub const MAX_LOSS_WEIGHT: f64 = 100.0;
+
 /// The most weights of the residual tower (about 0.8 GB of f32, 3.2 GB with Adam's state and
 /// the gradients): far beyond anything trainable here, well below what aborts an allocation.
 const MAX_TOWER_WEIGHTS: f64 = 200e6;
@@ -375,14 +380,18 @@ impl TrainConfig {
             "training.grad_clip_norm",
             "must be a number >= 0 (0 disables clipping)",
         )?;
-        check(non_negative(self.policy_weight), "training.policy_weight", "must be a number >= 0")?;
-        check(non_negative(self.value_weight), "training.value_weight", "must be a number >= 0")?;
         for (key, w) in [
+            ("training.policy_weight", self.policy_weight),
+            ("training.value_weight", self.value_weight),
             ("training.opponent_policy_weight", self.opponent_policy_weight),
             ("training.moves_left_weight", self.moves_left_weight),
             ("training.short_term_value_weight", self.short_term_value_weight),
         ] {
-            check(non_negative(w), key, "must be a number >= 0")?;
+            check(
+                non_negative(w) && w <= MAX_LOSS_WEIGHT,
+                key,
+                format!("must be a number from 0 to {MAX_LOSS_WEIGHT}"),
+            )?;
         }
         check(
             self.policy_weight + self.value_weight > 0.0,
@@ -520,9 +529,14 @@ mod tests {
             ("opponent_policy_weight", TrainConfig { opponent_policy_weight: -0.5, ..d() }),
             ("moves_left_weight", TrainConfig { moves_left_weight: f64::NAN, ..d() }),
             ("short_term_value_weight", TrainConfig { short_term_value_weight: -1.0, ..d() }),
+            ("moves_left_weight", TrainConfig { moves_left_weight: 1e30, ..d() }),
+            ("policy_weight", TrainConfig { policy_weight: 100.5, ..d() }),
+            ("value_weight", TrainConfig { value_weight: f64::INFINITY, ..d() }),
         ] {
             assert_eq!(train.validate().unwrap_err().key, format!("training.{key}"));
         }
+        // The bound itself is a weight one may use.
+        assert!(TrainConfig { value_weight: MAX_LOSS_WEIGHT, ..d() }.validate().is_ok());
     }
 
     #[test]
