@@ -146,6 +146,8 @@ fn uci_handshake_position_and_go_nodes() {
             "{name}: {hello:?}"
         );
     }
+    // No `--net`: no network by default (UCI's spelling of an empty string default).
+    assert!(hello.iter().any(|l| l == "option name NetPath type string default <empty>"));
     e.ready();
     e.send("ucinewgame");
     e.send("position startpos moves h2e2 h9g7");
@@ -840,6 +842,10 @@ fn the_engine_starts_from_its_networks_search_settings_and_options_override_them
     let mut e = Engine::start_with(&["--net", run.to_str().unwrap()]);
     e.send("uci");
     let hello = e.until(Duration::from_secs(10), |l| l == "uciok");
+    // The network it was started with is `NetPath`'s default, as engines show their default
+    // network file.
+    let net_path = format!("option name NetPath type string default {}", run.display());
+    assert!(hello.contains(&net_path), "{net_path}: {hello:?}");
     for option in [
         "option name CPuct type string default 2.75",
         "option name UCI_ShowWDL type check default true",
@@ -886,6 +892,15 @@ fn the_engine_starts_from_its_networks_search_settings_and_options_override_them
     // sequential-halving winner, which need not be the most visited move).
     let last = lines.iter().rev().find(|l| l.starts_with("info depth")).unwrap();
     assert_eq!(word_after(last, "pv"), word_after(&best, "bestmove"), "{lines:?}");
+    e.send("quit");
+    assert!(e.finish().success());
+
+    // UCCI spells the default after the word `default`, without `<empty>`.
+    let mut e = Engine::start_with(&["--net", run.to_str().unwrap()]);
+    e.send("ucci");
+    let hello = e.until(Duration::from_secs(10), |l| l == "ucciok");
+    let net_path = format!("option netpath type string default {}", run.display());
+    assert!(hello.contains(&net_path), "{net_path}: {hello:?}");
     e.send("quit");
     assert!(e.finish().success());
     let _ = std::fs::remove_dir_all(&dir);

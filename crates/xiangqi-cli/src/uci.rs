@@ -22,11 +22,11 @@
 //! the most memory the search tree may take), `MultiPV` (spin 1–128), `Simulations` (spin, the
 //! budget of a `go` without limits, default 800), `NetPath` (string: a checkpoint, export or run
 //! directory; setting it loads that network, or explains in an `info string` why not and keeps
-//! the current one; `--net` gives the one to start with), `UCI_Variant` (combo `xiangqi`/`janggi`:
-//! the game; a network fixes it, see [`run`]), `Rules` (combo: `asian`/`simple` for xiangqi,
-//! `site`/`traditional` for janggi), and in UCCI `usemillisec` (check: clock values in
-//! milliseconds instead of seconds). Janggi moves are UCI with ranks 0–9, a pass written as the
-//! general's point twice.
+//! the current one; `--net` gives the one to start with, shown as its default), `UCI_Variant`
+//! (combo `xiangqi`/`janggi`: the game; a network fixes it, see [`run`]), `Rules` (combo:
+//! `asian`/`simple` for xiangqi, `site`/`traditional` for janggi), and in UCCI `usemillisec`
+//! (check: clock values in milliseconds instead of seconds). Janggi moves are UCI with ranks
+//! 0–9, a pass written as the general's point twice.
 //!
 //! Strength (Stockfish's convention): `Skill Level` (spin 0–20, default 20 = full strength;
 //! UCCI `skilllevel`), `UCI_LimitStrength` (check, default false; UCCI `limitstrength`) and
@@ -178,6 +178,8 @@ pub struct Engine<E: Evaluator<G> + Send + 'static, G: GameEnv> {
     banned: Vec<Move>,
     evaluator: Arc<Mutex<E>>,
     net_loader: Option<NetLoader<E>>,
+    /// The network the engine was started with (`xqz uci --net`), shown as `NetPath`'s default.
+    net_path: Option<String>,
     /// What to say of the evaluator at `uciok` and at each `go`.
     evaluator_note: Option<EvaluatorNote<E>>,
     /// What the network records for play.
@@ -220,6 +222,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
             banned: Vec::new(),
             evaluator: Arc::new(Mutex::new(evaluator)),
             net_loader: None,
+            net_path: None,
             evaluator_note: None,
             net_record: None,
             searches: 0,
@@ -251,6 +254,15 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
     /// Lets `setoption name NetPath value DIR` replace the network with `loader(DIR)`.
     pub fn with_net_loader(mut self, loader: NetLoader<E>) -> Engine<E, G> {
         self.net_loader = Some(loader);
+        self
+    }
+
+    /// Shows `path` (the network the engine starts with) as the default of `NetPath`, as
+    /// engines show the network file they load by default. Control characters become spaces,
+    /// so that no path can break the option line.
+    pub fn with_net_path(mut self, path: &str) -> Engine<E, G> {
+        let clean: String = path.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        self.net_path = (!clean.trim().is_empty()).then_some(clean);
         self
     }
 
@@ -379,7 +391,10 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                         defaults.simulations,
                         uci_search::MAX_SIMULATIONS
                     ),
-                    "option name NetPath type string default <empty>".to_string(),
+                    format!(
+                        "option name NetPath type string default {}",
+                        self.net_path.as_deref().unwrap_or("<empty>")
+                    ),
                     format!("option name UCI_Variant type combo default {}{variants}", G::KIND),
                     format!("option name Rules type combo default {}{rules_vars}", defaults.rules),
                     "option name UCI_ShowWDL type check default true".to_string(),
@@ -408,7 +423,10 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
                         uci_search::MAX_SIMULATIONS,
                         defaults.simulations
                     ),
-                    "option netpath type string default".to_string(),
+                    match &self.net_path {
+                        Some(path) => format!("option netpath type string default {path}"),
+                        None => "option netpath type string default".to_string(),
+                    },
                     format!("option rules type combo{rules_vars} default {}", defaults.rules),
                 ]
                 .into_iter()

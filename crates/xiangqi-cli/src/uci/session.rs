@@ -30,6 +30,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         rules: Vec::new(),
         dialect: None,
         pinned: args.net.is_some(),
+        net_path: args.net.as_ref().map(|p| p.display().to_string()),
     };
     let mut evaluator = crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device)?;
     loop {
@@ -60,6 +61,8 @@ struct Session {
     dialect: Option<Dialect>,
     /// Whether a network fixes the game.
     pinned: bool,
+    /// `--net`, shown as `NetPath`'s default.
+    net_path: Option<String>,
 }
 
 /// The option name (lower case) and value of a `setoption` line: UCI `setoption name N...
@@ -114,6 +117,9 @@ fn serve_as<G: GameEnv>(
         .with_net_record(Box::new(crate::net::AnyEvaluator::record));
     if session.pinned {
         engine = engine.with_fixed_game();
+    }
+    if let Some(path) = &session.net_path {
+        engine = engine.with_net_path(path);
     }
     if let Some(d) = session.dialect {
         engine.dialect = d;
