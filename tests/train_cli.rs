@@ -241,6 +241,8 @@ fn a_bad_config_is_refused_with_the_file_and_key() {
         ("[loop]\nbatch_size = 0\n", "loop.batch_size"),
         ("[network]\nblocks = 0\n", "network.blocks"),
         ("[training]\nlearning_rate = -1.0\n", "training.learning_rate"),
+        ("[training]\nmoves_left_weight = 1e30\n", "training.moves_left_weight"),
+        ("[loop]\nkeep_every_minutes = -30\n", "loop.keep_every_minutes"),
         ("[trainig]\n", "trainig"),
     ];
     for (text, key) in cases {
@@ -558,6 +560,30 @@ fn pruning_never_removes_the_newest_checkpoint_and_ignores_foreign_folders() {
     assert!(table.contains("A: ckpt-000006"), "{table}");
     assert!(stderr(&o).contains("ckpt-000100"), "{}", stderr(&o));
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// `loop.keep_every_minutes` keeps the first checkpoint of each period beside the newest
+/// `keep_checkpoints`: with a period far shorter than an iteration every checkpoint is the
+/// first of its own period, and with one far longer than the run none is.
+#[test]
+fn keep_every_minutes_keeps_the_first_checkpoint_of_each_period() {
+    for (name, minutes, kept) in [
+        (
+            "keep-short",
+            "0.00001",
+            &["ckpt-000000", "ckpt-000001", "ckpt-000002", "ckpt-000003"][..],
+        ),
+        ("keep-long", "600", &["ckpt-000000", "ckpt-000003"][..]),
+    ] {
+        let dir = run_dir(name);
+        // tiny.toml has no keep_every_minutes line: added after keep_checkpoints.
+        let keep = format!("1\nkeep_every_minutes = {minutes}");
+        let config = tiny_with(name, &[("keep_checkpoints", &keep), ("arena_every", "0")]);
+        let o = train(&dir, &["--config", config.to_str().unwrap(), "--iterations", "3"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(checkpoints(&dir), kept, "keep_every_minutes = {minutes}");
+        let _ = fs::remove_dir_all(&dir);
+    }
 }
 
 #[test]

@@ -142,6 +142,30 @@ pub enum WinCheck {
     Tree,
 }
 
+/// The search value self-play records as each sample's `root_value`: the `q` that
+/// `loop.value_q_weight` mixes into the value target, and the values the short-term value
+/// target averages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordedValue {
+    /// The root's mean value over its visits (its network value and every simulation's).
+    /// Under Gumbel, with few simulations spread over the considered moves, weak moves dilute
+    /// it.
+    #[default]
+    Mean,
+    /// The value of the training target's policy ([`crate::SearchResult::improved_value`]):
+    /// under Gumbel `Σ_a π'(a) · q̂(a)`, the improved policy's expectation of the completed Q;
+    /// under PUCT the mean, as above.
+    Improved,
+}
+
+impl RecordedValue {
+    /// Whether this is [`RecordedValue::Mean`], the default.
+    pub fn is_mean(&self) -> bool {
+        *self == RecordedValue::Mean
+    }
+}
+
 /// How a Gumbel search selects below the root.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -314,6 +338,11 @@ pub struct SelfPlayConfig {
     pub seed: u64,
     /// Games per replay shard.
     pub games_per_shard: u32,
+    /// The search value recorded as each sample's `root_value` ([`RecordedValue`]): `"mean"`
+    /// (the default) or `"improved"` (Gumbel only). Written only when not the default, so that
+    /// configs of runs without it stay readable by earlier versions.
+    #[serde(skip_serializing_if = "RecordedValue::is_mean")]
+    pub recorded_value: RecordedValue,
 }
 
 impl Default for SelfPlayConfig {
@@ -332,6 +361,7 @@ impl Default for SelfPlayConfig {
             rules: None,
             seed: 0,
             games_per_shard: 64,
+            recorded_value: RecordedValue::Mean,
         }
     }
 }

@@ -49,8 +49,8 @@ pub mod tactics;
 pub mod tree;
 
 pub use config::{
-    Algorithm, Checked, ConfigError, GumbelInterior, SearchConfig, SelfPlayConfig, Validate,
-    WinCheck,
+    Algorithm, Checked, ConfigError, GumbelInterior, RecordedValue, SearchConfig, SelfPlayConfig,
+    Validate, WinCheck,
 };
 pub use driver::{BatchCounters, Lane, Lockstep, drive_search};
 pub use eval::{EvalBuffer, EvalLog, EvalRequest, Evaluator, ScriptedEvaluator, UniformEvaluator};

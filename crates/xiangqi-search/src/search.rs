@@ -109,6 +109,13 @@ pub struct SearchResult<M> {
     pub best_value: f32,
     /// The mean value of the root for the side to move, in `[-1, 1]`.
     pub root_value: f32,
+    /// The value of the training target's policy for the side to move, in `[-1, 1]`: for
+    /// Gumbel `Σ_a π'(a) · q̂(a)`, with `π'` the improved policy and `q̂` the completed Q
+    /// (visited moves: their Q; the others: the mixed value estimate), as the Gumbel paper's
+    /// policy improvement values it; for PUCT, whose target is the visit distribution, the
+    /// mean value `root_value`. Self-play records it instead of `root_value` with
+    /// `selfplay.recorded_value = "improved"`.
+    pub improved_value: f32,
 }
 
 /// An MCTS over game states `G` (see the [module documentation](self)).
@@ -370,6 +377,7 @@ impl<G: SearchGame> Search<G> {
         let visits: Vec<u32> = range.clone().map(|e| self.tree.edge_visits(e)).collect();
         let priors = &self.tree.priors[range.clone()];
         let root_value = if root.visits > 0 { -root.value_sum / root.visits as f32 } else { 0.0 };
+        let mut improved_value = root_value;
         let (best, policy) = match self.config.algorithm {
             Algorithm::Puct => {
                 let best = (0..moves.len())
@@ -397,6 +405,12 @@ impl<G: SearchGame> Search<G> {
                 let logits: Vec<f32> = self.raw_root_priors.iter().map(|&p| logit(p)).collect();
                 let mut policy: Vec<f32> = logits.iter().zip(&sigma).map(|(l, s)| l + s).collect();
                 softmax(&mut policy);
+                let mut q = Vec::new();
+                completed_q(&self.tree, NodeId::ROOT, &self.raw_root_priors, &mut q);
+                let v: f32 = policy.iter().zip(&q).map(|(p, q)| p * q).sum();
+                if v.is_finite() {
+                    improved_value = v.clamp(-1.0, 1.0);
+                }
                 let best = self.gumbel_final(&sigma, &logits);
                 (best, policy)
             }
@@ -409,13 +423,22 @@ impl<G: SearchGame> Search<G> {
                 policy,
                 best_value: 1.0,
                 root_value,
+                improved_value,
             };
         }
         let best_edge = range.start + best;
         let child = self.tree.children[best_edge];
         let best_value =
             if child.is_none() { root_value } else { self.tree.q(child).unwrap_or(root_value) };
-        SearchResult { best: moves[best], moves, visits, policy, best_value, root_value }
+        SearchResult {
+            best: moves[best],
+            moves,
+            visits,
+            policy,
+            best_value,
+            root_value,
+            improved_value,
+        }
     }
 
     /// Chooses the move to play: for PUCT with `temperature > 0`, a move drawn with probability
@@ -796,6 +819,29 @@ fn sigma_completed_q<G: SearchGame>(
     priors: &[f32],
     out: &mut Vec<f32>,
 ) {
+    let max_n = completed_q(tree, id, priors, out);
+    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
+    for &q in out.iter() {
+        lo = lo.min(q);
+        hi = hi.max(q);
+    }
+    let scale = (config.gumbel_c_visit + max_n as f32) * config.gumbel_c_scale;
+    let width = (hi - lo).max(1e-8);
+    for q in out.iter_mut() {
+        *q = scale * (*q - lo) / width;
+    }
+}
+
+/// The completed Q of every edge of `id` into `out`, for the side to move at `id`: a visited
+/// child's mean value, else the mixed value estimate `(v + Σ N · Σ_visited P·Q / Σ_visited P)
+/// / (1 + Σ N)` of the Gumbel paper (appendix D), `v` the node's own network value. Returns the
+/// most visits of a child.
+fn completed_q<G: SearchGame>(
+    tree: &Tree<G>,
+    id: NodeId,
+    priors: &[f32],
+    out: &mut Vec<f32>,
+) -> u32 {
     let n = &tree.nodes[id.index()];
     let range = n.edges();
     out.clear();
@@ -826,19 +872,12 @@ fn sigma_completed_q<G: SearchGame>(
     } else {
         n.value
     };
-    let (mut lo, mut hi) = (f32::INFINITY, f32::NEG_INFINITY);
     for q in out.iter_mut() {
         if q.is_nan() {
             *q = mixed;
         }
-        lo = lo.min(*q);
-        hi = hi.max(*q);
     }
-    let scale = (config.gumbel_c_visit + max_n as f32) * config.gumbel_c_scale;
-    let width = (hi - lo).max(1e-8);
-    for q in out.iter_mut() {
-        *q = scale * (*q - lo) / width;
-    }
+    max_n
 }
 
 /// Backs `value` (for the side to move at the last node of `path`) up the path: each node's

@@ -41,7 +41,7 @@ use rand_chacha::ChaCha8Rng;
 use thiserror::Error;
 use xiangqi::{Color, Outcome, OutcomeReason};
 
-use crate::config::{Checked, ConfigError, SearchConfig, SelfPlayConfig};
+use crate::config::{Checked, ConfigError, RecordedValue, SearchConfig, SelfPlayConfig};
 use crate::driver::{Lane, Lockstep, evaluate_while_advancing};
 use crate::eval::Evaluator;
 use crate::game::{GameEnv, SearchGame};
@@ -274,7 +274,11 @@ impl<G: GameEnv> Running<G> {
             moves: result.moves.iter().map(|m| m.to_u16()).collect(),
             probs: result.policy.clone(),
             full_search: self.full,
-            root_value: result.root_value.clamp(-1.0, 1.0),
+            root_value: match sp.recorded_value {
+                RecordedValue::Mean => result.root_value,
+                RecordedValue::Improved => result.improved_value,
+            }
+            .clamp(-1.0, 1.0),
         });
         let lowest = &mut self.lowest_value[turn.index()];
         *lowest = lowest.min(result.best_value.clamp(-1.0, 1.0));

@@ -91,6 +91,36 @@ fn gumbel_finds_mate_in_one_with_a_small_budget() {
     assert!((sum - 1.0).abs() < 1e-4);
 }
 
+/// `SearchResult::improved_value` is the value of the improved policy. With the uniform
+/// evaluator (value 0 for every position it sees) every completed Q of MATE_IN_ONE's root is
+/// in [0, 1]: Black, with its general alone, can never win, and the two moves that win at once
+/// are worth +1. So the improved value is at least the policy's mass on those wins (over 0.9,
+/// as above) and at most 1. The root's mean value instead spreads over the visit that
+/// sequential halving gives each of the ~35 considered moves (worth 0 after one visit), so it
+/// stays far below.
+#[test]
+fn the_improved_value_is_the_value_of_the_improved_policy() {
+    let g = game(MATE_IN_ONE);
+    let n = g.legal_moves().len() as u32;
+    assert!(n > 30, "{n} legal moves");
+    let config = SearchConfig {
+        algorithm: Algorithm::Gumbel,
+        gumbel_considered_moves: n,
+        win_check: WinCheck::Off,
+        ..SearchConfig::default()
+    };
+    let (g, r) = search(MATE_IN_ONE, config, 64);
+    let on_wins: f32 =
+        r.moves.iter().zip(&r.policy).filter(|&(&m, _)| mates(&g, m)).map(|(_, p)| p).sum();
+    assert!(on_wins > 0.9, "policy on the winning moves: {on_wins}");
+    assert!(
+        r.improved_value >= on_wins - 1e-4,
+        "improved value {} with {on_wins} of the policy on wins",
+        r.improved_value
+    );
+    assert!(r.root_value < 0.7, "the root's mean value: {}", r.root_value);
+}
+
 /// A small search whose evaluator gives the moves that win at once almost no prior: with
 /// `root_win_check` the search still plays a win, for both algorithms; without it, the same
 /// search (the control) does not, so the check is what finds the win.

@@ -7,9 +7,9 @@ use xiangqi::{Color, Game, OutcomeReason, RuleSet};
 use xiangqi_search::resign::BINS;
 use xiangqi_search::shard::temp_path;
 use xiangqi_search::{
-    Algorithm, Checked, GameRecord, ResignCalibration, ScriptedEvaluator, SearchConfig,
-    SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, ShardError, UniformEvaluator, Validate,
-    list_shards, parse_pgn_moves, play_games, read_shard, write_shard,
+    Algorithm, Checked, GameRecord, RecordedValue, ResignCalibration, ScriptedEvaluator,
+    SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, ShardError,
+    UniformEvaluator, Validate, list_shards, parse_pgn_moves, play_games, read_shard, write_shard,
 };
 
 /// `config`, checked (the tests' settings are valid).
@@ -123,6 +123,51 @@ fn same_seed_same_games_whatever_the_thread_count() {
         let (c, _) = play(&search, &SelfPlayConfig { seed: 12, ..two }, 6);
         assert_ne!(a, c, "{algorithm:?}: another seed must give other games");
     }
+}
+
+/// `selfplay.recorded_value` changes only the recorded values: the same seed plays the same
+/// games with the same policy targets, and under Gumbel the recorded values differ.
+#[test]
+fn the_recorded_value_changes_the_values_and_nothing_else() {
+    let search = SearchConfig { algorithm: Algorithm::Gumbel, ..small_search() };
+    let mean = small_selfplay();
+    let improved = SelfPlayConfig { recorded_value: RecordedValue::Improved, ..small_selfplay() };
+    // Values that differ from position to position (by the number of legal moves), so that
+    // the moves' Q differ and the two values can.
+    let games = |selfplay: &SelfPlayConfig| {
+        let mut records = Vec::new();
+        let mut eval =
+            ScriptedEvaluator::new(|_: &Game, moves: &[xiangqi::Move], _: &mut [f32]| {
+                (moves.len() % 7) as f32 / 3.0 - 1.0
+            });
+        play_games::<xiangqi::Game, _, _>(
+            &checked(&search),
+            &checked(selfplay),
+            4,
+            &mut eval,
+            |e| {
+                if let SelfPlayEvent::GameFinished(r, _) = e {
+                    records.push(r.clone());
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        records
+    };
+    let (a, b) = (games(&mean), games(&improved));
+    assert_eq!(a.len(), b.len());
+    let mut differ = 0;
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.moves, y.moves);
+        assert_eq!(x.samples.len(), y.samples.len());
+        for (s, t) in x.samples.iter().zip(&y.samples) {
+            assert_eq!((s.ply, &s.probs, s.full_search), (t.ply, &t.probs, t.full_search));
+            assert!((-1.0..=1.0).contains(&t.root_value), "{}", t.root_value);
+            differ += usize::from(s.root_value != t.root_value);
+        }
+    }
+    assert!(differ > 0, "no recorded value changed");
 }
 
 #[test]

@@ -707,3 +707,26 @@ fn a_net_with_auxiliary_heads_trains_them_and_resumes() {
     assert_eq!(bad.check().unwrap_err().key, "loop.short_term_plies");
     let _ = fs::remove_dir_all(&tmp);
 }
+
+/// `selfplay.recorded_value = "improved"` is the Gumbel search's improved-policy value: with
+/// PUCT it is refused by name. The new keys are written only when set, so that the config a
+/// run writes without them is the one earlier versions read.
+#[test]
+fn the_improved_recorded_value_needs_gumbel_and_new_keys_are_written_only_when_set() {
+    use xiangqi_search::{Algorithm, RecordedValue};
+    let mut puct = tiny();
+    puct.search.algorithm = Algorithm::Puct;
+    puct.selfplay.recorded_value = RecordedValue::Improved;
+    assert_eq!(puct.clone().check().unwrap_err().key, "selfplay.recorded_value");
+    let mut gumbel = puct;
+    gumbel.search.algorithm = Algorithm::Gumbel;
+    gumbel.run.keep_every_minutes = 30.0;
+    let text = toml::to_string(&gumbel.clone().check().unwrap().to_unchecked()).unwrap();
+    assert!(text.contains("recorded_value = \"improved\""), "{text}");
+    assert!(text.contains("keep_every_minutes = 30"), "{text}");
+    let back: RunConfig = toml::from_str(&text).unwrap();
+    assert_eq!(back.selfplay.recorded_value, RecordedValue::Improved);
+    assert_eq!(back.run.keep_every_minutes, 30.0);
+    let text = toml::to_string(&tiny()).unwrap();
+    assert!(!text.contains("recorded_value") && !text.contains("keep_every_minutes"), "{text}");
+}

@@ -3,6 +3,27 @@
 
 use super::*;
 
+/// The checkpoints `loop.keep_every_minutes` keeps: of `(number, elapsed ms)`, for every whole
+/// multiple `k · period_ms` (k ≥ 1) of the run's time, the first checkpoint written at or after
+/// it (the least elapsed time at or past it, then the lowest number). One checkpoint can stand
+/// for several multiples when an iteration spans them. Depends only on the checkpoints on
+/// disk, so a resumed run keeps the same ones.
+pub(super) fn period_firsts(times: &[(u64, u64)], period_ms: u64) -> Vec<u64> {
+    let period_ms = period_ms.max(1);
+    let mut first: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for &(n, ms) in times {
+        let period = ms / period_ms;
+        if period == 0 {
+            continue;
+        }
+        let e = first.entry(period).or_insert((ms, n));
+        if (ms, n) < *e {
+            *e = (ms, n);
+        }
+    }
+    first.into_values().map(|(_, n)| n).collect()
+}
+
 pub(super) fn shard_path(paths: &RunPaths, iteration: u64) -> PathBuf {
     paths.shards.join(format!("shard-{iteration:06}.npz"))
 }
@@ -249,7 +270,8 @@ impl TrainingRun {
     }
 
     /// Removes checkpoints older than the one just written (`ckpt-<iteration>`), keeping
-    /// `keep_checkpoints` in all with it, the initial network and the last arena's network.
+    /// `keep_checkpoints` in all with it, the initial network, the last arena's network and,
+    /// with `keep_every_minutes`, the first checkpoint of each period ([`period_firsts`]).
     /// Newer names (left by an earlier run that this one fell back from) and entries that are
     /// not the run's checkpoints are never touched.
     pub(super) fn prune_checkpoints(&self) -> Result<(), PipelineError> {
@@ -257,10 +279,27 @@ impl TrainingRun {
             PipelineError::Io { what: "reading", path: self.paths.checkpoints.clone(), source }
         })?;
         let keep_older = self.config.run().keep_checkpoints.max(1) - 1;
+        let minutes = self.config.run().keep_every_minutes;
+        let kept_periods = if minutes > 0.0 {
+            // A checkpoint whose manifest does not read has no time: it is pruned as before.
+            let times: Vec<(u64, u64)> = all
+                .iter()
+                .filter_map(|(n, dir)| {
+                    let m = checkpoint::read_manifest(dir, None).ok()?;
+                    Some((*n, *m.counters.get(COUNTER_ELAPSED_MS)?))
+                })
+                .collect();
+            period_firsts(&times, (minutes * 60_000.0).round().max(1.0) as u64)
+        } else {
+            Vec::new()
+        };
         let older: Vec<_> = all
             .iter()
             .filter(|(n, _)| {
-                *n != 0 && *n < self.iteration && Some(*n) != self.last_arena_checkpoint
+                *n != 0
+                    && *n < self.iteration
+                    && Some(*n) != self.last_arena_checkpoint
+                    && !kept_periods.contains(n)
             })
             .collect();
         for (n, dir) in older.iter().take(older.len().saturating_sub(keep_older)) {

@@ -17,10 +17,12 @@ pub struct LoopConfig {
     pub batch_size: usize,
     /// Weight λ of the search's root value in the value target: the WDL target is
     /// `(1 − λ) · onehot(game result) + λ · (max(q, 0), 1 − |q|, max(−q, 0))`, where `q` in
-    /// [-1, 1] is the root value of the sample's search for the side to move. 0 trains on game
-    /// results alone (AlphaZero); a positive λ mixes in the search's own estimate, which is less
-    /// noisy when most games end undecided (Leela Chess Zero's `q_ratio`; V. Abrams, "Lessons
-    /// from AlphaZero part 4: improving the training target", 2018, found averaging best).
+    /// [-1, 1] is the root value of the sample's search for the side to move (the root's mean,
+    /// or the improved policy's value with `selfplay.recorded_value = "improved"`). 0 trains on
+    /// game results alone (AlphaZero); a positive λ mixes in the search's own estimate, which
+    /// is less noisy when most games end undecided (Leela Chess Zero's `q_ratio`; V. Abrams,
+    /// "Lessons from AlphaZero part 4: improving the training target", 2018, found averaging
+    /// best).
     pub value_q_weight: f64,
     /// Weight μ of the material target in the value target: the material balance of the
     /// game's final position for the side to move, `p` pawns (xiangqi: chariot 9, cannon 4.5,
@@ -67,6 +69,12 @@ pub struct LoopConfig {
     pub max_shards_on_disk: usize,
     /// Training checkpoints kept (the initial one, `ckpt-000000`, is always kept).
     pub keep_checkpoints: usize,
+    /// Also keep, for every whole multiple of this many minutes of the run's time (summed over
+    /// resumes), the first checkpoint written at or after it: the nets at 30, 60, 90, …
+    /// minutes, to play against fixed opponents afterwards (what more training buys). 0 = none
+    /// (then not written, so that configs of runs without it stay readable by earlier versions).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub keep_every_minutes: f64,
     /// Run the arena every this many iterations; 0 never.
     pub arena_every: u64,
     /// Games per arena match (in colour-swapped pairs).
@@ -149,6 +157,7 @@ impl Default for LoopConfig {
             min_window_samples: 2_000,
             max_shards_on_disk: 0,
             keep_checkpoints: 3,
+            keep_every_minutes: 0.0,
             arena_every: 5,
             arena_games: 20,
             arena_simulations: 0,
@@ -169,6 +178,10 @@ impl Default for LoopConfig {
             pretrain_value_q_weight: 1.0,
         }
     }
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// The most games an iteration may play.
@@ -252,6 +265,9 @@ impl LoopConfig {
             if v > i64::MAX as u64 {
                 return Err(ConfigError { key, reason: format!("must be at most {}", i64::MAX) });
             }
+        }
+        if !(self.keep_every_minutes.is_finite() && self.keep_every_minutes >= 0.0) {
+            return bad("loop.keep_every_minutes", "must be a number of minutes >= 0 (0 = none)");
         }
         if !(self.max_hours.is_finite() && self.max_hours >= 0.0) {
             return bad("loop.max_hours", "must be a number >= 0 (0 = no limit)");
@@ -394,6 +410,19 @@ impl RunConfig {
                 reason: "must be -1 when loop.resign_target_false_positive chooses the threshold \
                          (set one or the other)"
                     .into(),
+            });
+        }
+        // PUCT's target is the visit distribution, whose value is the root's mean: "improved"
+        // would record the same values and only look like it did something.
+        if checked.selfplay.recorded_value == RecordedValue::Improved
+            && checked.search.algorithm != Algorithm::Gumbel
+        {
+            return Err(ConfigError {
+                key: "selfplay.recorded_value",
+                reason:
+                    "\"improved\" is the value of the Gumbel search's improved policy: it needs \
+                         search.algorithm = \"gumbel\""
+                        .into(),
             });
         }
         Ok(checked)

@@ -57,10 +57,10 @@ use xiangqi_search::arena::{
     GameSettings, LocalPlayer, MatchConfig, MatchStats, MoveLimit, Opening, run_match_batched,
 };
 use xiangqi_search::{
-    Checked, Encoding, GameEnv, GameKind, GameRecord, GameRules, ResignCalibration, SearchConfig,
-    SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, UNKNOWN_MATERIAL, UniformEvaluator,
-    Validate, game_rng, list_shards, play_games, read_shard, read_shard_from, write_shard,
-    write_shard_to,
+    Algorithm, Checked, Encoding, GameEnv, GameKind, GameRecord, GameRules, RecordedValue,
+    ResignCalibration, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard,
+    UNKNOWN_MATERIAL, UniformEvaluator, Validate, game_rng, list_shards, play_games, read_shard,
+    read_shard_from, write_shard, write_shard_to,
 };
 use xiangqi_store::Store;
 

@@ -303,3 +303,22 @@ mod auxiliary {
         assert!(close(&batch.short_term_value().0[..3], &[0.2, 0.8, 0.0]));
     }
 }
+
+/// `loop.keep_every_minutes`: the first checkpoint at or after each multiple of the period.
+#[test]
+fn the_first_checkpoint_of_each_period_is_kept() {
+    use super::checkpoints::period_firsts;
+    let min = 60_000;
+    // Checkpoints every 10 minutes (plus a few seconds), with a 30-minute period: 0 is before
+    // the first multiple; 30:05 is the first at or after 30, 60:05 after 60.
+    let every_10: Vec<(u64, u64)> = (0..8).map(|i| (i, i * 10 * min + 5_000)).collect();
+    assert_eq!(period_firsts(&every_10, 30 * min), [3, 6]);
+    // At exactly a multiple the checkpoint is that multiple's.
+    assert_eq!(period_firsts(&[(1, 29 * min), (2, 30 * min), (3, 31 * min)], 30 * min), [2]);
+    // One long iteration across two multiples: one checkpoint stands for both (30 and 60).
+    assert_eq!(period_firsts(&[(1, 20 * min), (2, 65 * min), (3, 70 * min)], 30 * min), [2]);
+    // Unordered input and equal times: the least time, then the lowest number.
+    assert_eq!(period_firsts(&[(9, 45 * min), (7, 40 * min), (8, 40 * min)], 30 * min), [7]);
+    // Nothing has reached the first multiple.
+    assert!(period_firsts(&[(0, 0), (1, 29 * min)], 30 * min).is_empty());
+}
