@@ -45,20 +45,25 @@ fn play(
     selfplay: &SelfPlayConfig,
     games: u64,
 ) -> (Vec<GameRecord<xiangqi::Game>>, SelfPlayStats) {
+    play_with(search, selfplay, games, &mut UniformEvaluator)
+}
+
+/// [`play`] with another evaluator.
+fn play_with<E: xiangqi_search::Evaluator<xiangqi::Game>>(
+    search: &SearchConfig,
+    selfplay: &SelfPlayConfig,
+    games: u64,
+    eval: &mut E,
+) -> (Vec<GameRecord<xiangqi::Game>>, SelfPlayStats) {
     let mut records = Vec::new();
-    let stats = play_games::<xiangqi::Game, _, _>(
-        &checked(search),
-        &checked(selfplay),
-        games,
-        &mut UniformEvaluator,
-        |e| {
+    let stats =
+        play_games::<xiangqi::Game, _, _>(&checked(search), &checked(selfplay), games, eval, |e| {
             if let SelfPlayEvent::GameFinished(r, _) = e {
                 records.push(r.clone());
             }
             Ok(())
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     (records, stats)
 }
 
@@ -135,25 +140,11 @@ fn the_recorded_value_changes_the_values_and_nothing_else() {
     // Values that differ from position to position (by the number of legal moves), so that
     // the moves' Q differ and the two values can.
     let games = |selfplay: &SelfPlayConfig| {
-        let mut records = Vec::new();
         let mut eval =
             ScriptedEvaluator::new(|_: &Game, moves: &[xiangqi::Move], _: &mut [f32]| {
                 (moves.len() % 7) as f32 / 3.0 - 1.0
             });
-        play_games::<xiangqi::Game, _, _>(
-            &checked(&search),
-            &checked(selfplay),
-            4,
-            &mut eval,
-            |e| {
-                if let SelfPlayEvent::GameFinished(r, _) = e {
-                    records.push(r.clone());
-                }
-                Ok(())
-            },
-        )
-        .unwrap();
-        records
+        play_with(&search, selfplay, 4, &mut eval).0
     };
     let (a, b) = (games(&mean), games(&improved));
     assert_eq!(a.len(), b.len());
