@@ -261,7 +261,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
     /// engines show the network file they load by default. Control characters become spaces,
     /// so that no path can break the option line.
     pub fn with_net_path(mut self, path: &str) -> Engine<E, G> {
-        let clean: String = path.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let clean: String = one_line(path).collect();
         self.net_path = (!clean.trim().is_empty()).then_some(clean);
         self
     }
@@ -304,8 +304,7 @@ impl<E: Evaluator<G> + Send + 'static, G: GameEnv> Engine<E, G> {
 
     fn info(&self, text: &str) {
         // One line: never let input with line breaks forge protocol output.
-        let clean: String =
-            text.chars().map(|c| if c.is_control() { ' ' } else { c }).take(500).collect();
+        let clean: String = one_line(text).take(500).collect();
         self.out.line(&format!("info string {clean}"));
     }
 
@@ -877,6 +876,12 @@ fn raw_value(line: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// `text` with every control character (line breaks among them) made a space: one protocol
+/// line whatever it holds.
+fn one_line(text: &str) -> impl Iterator<Item = char> + '_ {
+    text.chars().map(|c| if c.is_control() { ' ' } else { c })
 }
 
 /// The directory a `NetPath` value names, `None` for an empty one.
