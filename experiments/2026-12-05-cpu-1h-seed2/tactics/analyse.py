@@ -1,5 +1,5 @@
 import sys, collections
-VAL = {'r': 9, 'c': 4.5, 'h': 4, 'n': 4, 'a': 2, 'e': 2, 'b': 2, 'p': 1, 'k': 0}
+VAL = {'r': 9, 'c': 5, 'h': 4, 'n': 4, 'a': 2, 'e': 2, 'b': 2, 'p': 1, 'k': 0}
 def board(fen):
     rows = fen.split()[0].split('/')
     b = {}
