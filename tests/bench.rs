@@ -66,3 +66,27 @@ fn bench_measures_both_paths_and_exports_only_where_an_export_may_go() {
 
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bench_without_a_config_measures_the_built_in_main_job_net_from_any_directory() {
+    // No `configs/` below the working directory: the default must not be a relative path.
+    let cwd = std::env::temp_dir().join(format!("xqz-bench-cwd-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&cwd);
+    fs::create_dir_all(&cwd).unwrap();
+    let out = xqz()
+        .current_dir(&cwd)
+        .args(["bench", "--device", "cpu", "--seconds", "0.05"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    // configs/cpu.toml's net, named as the config it came from.
+    let first = stdout.lines().next().unwrap_or_default();
+    assert_eq!(
+        first, "network: 2 blocks x 24 filters for xiangqi (built-in configs/cpu.toml), device cpu",
+        "{stdout}"
+    );
+    assert!(stdout.contains("training   batch   256:"), "{stdout}");
+    assert_eq!(fs::read_dir(&cwd).unwrap().count(), 0, "bench wrote into the working directory");
+    let _ = fs::remove_dir_all(&cwd);
+}

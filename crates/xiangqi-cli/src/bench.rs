@@ -18,9 +18,10 @@ use xiangqi_search::{Encoding, GameEnv, GameKind, SearchGame};
 #[derive(clap::Args)]
 pub struct Args {
     /// Config whose `[network]` and `[training]` are measured (`loop.batch_size` is the training
-    /// batch).
-    #[arg(long, default_value = "configs/gpu.toml")]
-    config: PathBuf,
+    /// batch); default: the built-in `configs/cpu.toml`, the net `xqz train` trains without
+    /// `--config`.
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// The device: cpu, wgpu, wgpu:N or cuda:N; default: the config's `loop.device`.
     #[arg(long)]
     device: Option<String>,
@@ -80,7 +81,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         n => usize::from(n),
     };
     let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
-    let config = crate::config::load_checked(&args.config)?;
+    let (config, origin) = match &args.config {
+        Some(path) => (crate::config::load_checked(path)?, path.display().to_string()),
+        None => {
+            let origin = "built-in configs/cpu.toml";
+            (crate::config::parse_checked(crate::config::BUILTIN_CPU, origin)?, origin.to_string())
+        }
+    };
     let name = args.device.clone().unwrap_or_else(|| config.run().device.clone());
     let device = crate::net::device(&name)?;
     let c = config.network();
@@ -89,7 +96,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         c.blocks,
         c.filters,
         config.game(),
-        args.config.display(),
+        origin,
         name
     );
     let game = config.game();
