@@ -84,7 +84,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let (config, origin) = match &args.config {
         Some(path) => (crate::config::load_checked(path)?, path.display().to_string()),
         None => {
-            let origin = "built-in configs/cpu.toml";
+            let origin = crate::config::BUILTIN_CPU_ORIGIN;
             (crate::config::parse_checked(crate::config::BUILTIN_CPU, origin)?, origin.to_string())
         }
     };

@@ -32,6 +32,9 @@ use xiangqi_train::pipeline::{CheckedRunConfig, RunConfig};
 /// The built-in CPU default of `xqz train` (the same as `configs/cpu.toml`).
 pub const BUILTIN_CPU: &str = include_str!("../../../configs/cpu.toml");
 
+/// How messages name [`BUILTIN_CPU`].
+pub const BUILTIN_CPU_ORIGIN: &str = "built-in configs/cpu.toml";
+
 /// Where a file names the game: at its top, or in `[selfplay]` (the old place). Every other key
 /// is passed over here; [`RunConfig`] reads them.
 #[derive(Deserialize)]

@@ -440,7 +440,7 @@ fn load_config(args: &Args) -> anyhow::Result<(RunConfig, String, String)> {
             );
         }
     }
-    let origin = "built-in configs/cpu.toml";
+    let origin = crate::config::BUILTIN_CPU_ORIGIN;
     Ok((crate::config::parse(BUILTIN_CPU, origin)?, "cpu".to_string(), origin.to_string()))
 }
 
