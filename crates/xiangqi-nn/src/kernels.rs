@@ -1,5 +1,7 @@
 //! The CPU inference path: the folded network run by kernels of this crate instead of burn's
-//! tensor operations.
+//! tensor operations; and, for training on the CPU, the tower's 3 × 3 convolution with its two
+//! gradients and batch normalisation with its gradients (reached through burn as the operations
+//! of [`crate::train_ops`]).
 //!
 //! Burn's CPU backend spends much of an inference call outside the matrix products (allocating
 //! tensors, the im2col copies, separate passes for the bias, ReLU and residual). This path
@@ -27,6 +29,15 @@
 //!
 //! The outputs equal burn's folded forward pass up to the rounding of a different summation
 //! order (tested within 1e-4 on random nets and real positions of both games).
+//!
+//! **Training.** [`board_conv3x3`] takes and returns burn's `[n, c, 10, 9]` layout: each chunk
+//! of positions is copied onto the padded channels-last board, run through the same kernel
+//! (no bias, no ReLU) and copied back. The input gradient is the same convolution of the output
+//! gradient with the flipped, transposed weights. The weight gradient is a matrix product whose
+//! long dimension is the board points: tiles of one tap's input channels by SIMD vectors of
+//! output channels, summed in registers over a chunk's points, the chunks' sums added at the
+//! end. Batch normalisation's statistics are summed in `f64`. All of them equal burn's
+//! operations within 1e-4 (`train_ops`' tests).
 
 use std::cell::RefCell;
 
@@ -690,6 +701,468 @@ fn tiles<S: Simd, const MR: usize, const NV: usize>(
         }
         r0 += m;
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training: the board's 3 × 3 convolution and its two gradients, on burn's `[n, c, 10, 9]`
+// layout, through the same register-tiled kernel.
+
+/// Positions in one parallel chunk of a training convolution.
+const TRAIN_CHUNK: usize = 16;
+
+thread_local! {
+    static CONV_SCRATCH: RefCell<ConvScratch> = RefCell::new(ConvScratch::default());
+}
+
+/// One thread's buffers for the training convolutions, reused across calls.
+#[derive(Debug, Default)]
+struct ConvScratch {
+    rows: Vec<usize>,
+    ident: Vec<usize>,
+    /// The input, channels-last on the zero-bordered board.
+    input: Buf,
+    /// The output (or the gradient), channels-last, a dense row per board point.
+    out: Buf,
+}
+
+impl ConvScratch {
+    /// The interior rows of `n` positions, and `0, 1, 2, …` for as many.
+    fn rows(&mut self, n: usize) {
+        self.rows.clear();
+        self.rows.extend((0..n).flat_map(|i| (0..PLANE_SIZE).map(move |sq| padded_row(i, sq))));
+        if self.ident.len() < n * PLANE_SIZE {
+            self.ident.clear();
+            self.ident.extend(0..n * PLANE_SIZE);
+        }
+    }
+}
+
+/// Copies `[n, c, 10, 9]` planes onto the zero-bordered board, channels-last with `stride`.
+fn to_padded(planes: &[f32], c: usize, buf: &mut Buf, stride: usize) {
+    let n = planes.len() / (c * PLANE_SIZE);
+    buf.prepare(n * PAD_SIZE, stride);
+    for (i, position) in planes.chunks_exact(c * PLANE_SIZE).enumerate() {
+        let board = &mut buf.data[i * PAD_SIZE * stride..(i + 1) * PAD_SIZE * stride];
+        for rank in 0..PLANE_RANKS {
+            for file in 0..PLANE_FILES {
+                let sq = rank * PLANE_FILES + file;
+                let row = (rank + 1) * PAD_FILES + file + 1;
+                let dst = &mut board[row * stride..row * stride + c];
+                for (ch, d) in dst.iter_mut().enumerate() {
+                    *d = position[ch * PLANE_SIZE + sq];
+                }
+            }
+        }
+    }
+}
+
+/// Copies dense channels-last rows (`[n · 90, stride]`, the first `c` columns) into `[n, c, 10,
+/// 9]` planes.
+fn from_rows(rows: &[f32], stride: usize, c: usize, planes: &mut [f32]) {
+    for (i, position) in planes.chunks_exact_mut(c * PLANE_SIZE).enumerate() {
+        let rows = &rows[i * PLANE_SIZE * stride..(i + 1) * PLANE_SIZE * stride];
+        for (sq, row) in rows.chunks_exact(stride).enumerate() {
+            for (ch, &v) in row[..c].iter().enumerate() {
+                position[ch * PLANE_SIZE + sq] = v;
+            }
+        }
+    }
+}
+
+/// Copies `[n, c, 10, 9]` planes into dense channels-last rows (`[n · 90, stride]`, the first
+/// `c` columns).
+fn to_rows(planes: &[f32], c: usize, rows: &mut [f32], stride: usize) {
+    for (i, position) in planes.chunks_exact(c * PLANE_SIZE).enumerate() {
+        let rows = &mut rows[i * PLANE_SIZE * stride..(i + 1) * PLANE_SIZE * stride];
+        for (sq, row) in rows.chunks_exact_mut(stride).enumerate() {
+            for (ch, d) in row[..c].iter_mut().enumerate() {
+                *d = position[ch * PLANE_SIZE + sq];
+            }
+        }
+    }
+}
+
+/// The weights `[cout, cin, 3, 3]` of the convolution that computes the input gradient of the
+/// convolution with `weight`: `W'[i, o, y, x] = W[o, i, 2 − y, 2 − x]` (`[cin, cout, 3, 3]`).
+fn flipped_transpose(weight: &[f32], cout: usize, cin: usize) -> Vec<f32> {
+    let mut w = vec![0.0; weight.len()];
+    for o in 0..cout {
+        for i in 0..cin {
+            for t in 0..9 {
+                w[(i * cout + o) * 9 + (8 - t)] = weight[(o * cin + i) * 9 + t];
+            }
+        }
+    }
+    w
+}
+
+/// The 3 × 3 convolution with zero padding of one board, stride 1, no bias, that burn's
+/// `conv2d` computes with padding 1: `y[b, o, p] = Σ_i Σ_t W[o, i, t] · x[b, i, p + d_t]`.
+///
+/// # Shapes
+/// `x`: `[n, cin, 10, 9]`, `weight`: `[cout, cin, 3, 3]` → `[n, cout, 10, 9]`, all flattened
+/// row-major.
+///
+/// # Panics
+/// If the lengths do not match those shapes.
+pub(crate) fn board_conv3x3(x: &[f32], weight: &[f32], cin: usize, cout: usize) -> Vec<f32> {
+    assert!(cin > 0 && cout > 0 && x.len().is_multiple_of(cin * PLANE_SIZE), "input shape");
+    assert_eq!(weight.len(), cout * cin * 9, "weight shape");
+    let n = x.len() / (cin * PLANE_SIZE);
+    let p = Packed::conv(weight, &vec![0.0; cout], [cout, cin, 3, 3]);
+    let mut out = vec![0.0; n * cout * PLANE_SIZE];
+    let chunk = balanced_chunk(n, TRAIN_CHUNK, rayon::current_num_threads().max(1));
+    let run = |x: &[f32], out: &mut [f32]| {
+        CONV_SCRATCH.with(|s| {
+            let scratch = &mut s.borrow_mut();
+            Arch::new().dispatch(ConvChunk { p: &p, x, out, scratch });
+        });
+    };
+    if n <= chunk {
+        run(x, &mut out);
+    } else {
+        x.par_chunks(chunk * cin * PLANE_SIZE)
+            .zip(out.par_chunks_mut(chunk * cout * PLANE_SIZE))
+            .for_each(|(x, o)| run(x, o));
+    }
+    out
+}
+
+/// The gradient of [`board_conv3x3`]'s output with respect to its input: the convolution of
+/// `grad` (`[n, cout, 10, 9]`) with the flipped, transposed weights, `[n, cin, 10, 9]`.
+///
+/// # Panics
+/// If the lengths do not match those shapes.
+pub(crate) fn board_conv3x3_input_grad(
+    grad: &[f32],
+    weight: &[f32],
+    cin: usize,
+    cout: usize,
+) -> Vec<f32> {
+    assert_eq!(weight.len(), cout * cin * 9, "weight shape");
+    board_conv3x3(grad, &flipped_transpose(weight, cout, cin), cout, cin)
+}
+
+/// The gradient of [`board_conv3x3`]'s output with respect to its weights:
+/// `dW[o, i, t] = Σ_b Σ_p grad[b, o, p] · x[b, i, p + d_t]`, `[cout, cin, 3, 3]`.
+///
+/// # Panics
+/// If the lengths do not match `x`: `[n, cin, 10, 9]` and `grad`: `[n, cout, 10, 9]`.
+pub(crate) fn board_conv3x3_weight_grad(
+    x: &[f32],
+    grad: &[f32],
+    cin: usize,
+    cout: usize,
+) -> Vec<f32> {
+    assert!(cin > 0 && cout > 0 && x.len().is_multiple_of(cin * PLANE_SIZE), "input shape");
+    let n = x.len() / (cin * PLANE_SIZE);
+    assert_eq!(grad.len(), n * cout * PLANE_SIZE, "gradient shape");
+    let (lanes, registers) = simd_shape();
+    let width = round_up(cout, lanes);
+    let taps: Vec<isize> = (0..9)
+        .map(|t| ((t / 3) as isize - 1) * PAD_FILES as isize + (t % 3) as isize - 1)
+        .collect();
+    let chunk = balanced_chunk(n, TRAIN_CHUNK, rayon::current_num_threads().max(1));
+    let run = |x: &[f32], g: &[f32]| {
+        CONV_SCRATCH.with(|s| {
+            let scratch = &mut s.borrow_mut();
+            let mut acc = vec![0.0; 9 * cin * width];
+            let wide = registers >= 32;
+            Arch::new().dispatch(WeightGrad {
+                x,
+                grad: g,
+                cin,
+                cout,
+                width,
+                taps: &taps,
+                wide,
+                acc: &mut acc,
+                scratch,
+            });
+            acc
+        })
+    };
+    let acc = if n <= chunk {
+        run(x, grad)
+    } else {
+        x.par_chunks(chunk * cin * PLANE_SIZE)
+            .zip(grad.par_chunks(chunk * cout * PLANE_SIZE))
+            .map(|(x, g)| run(x, g))
+            .reduce_with(|mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                a
+            })
+            .unwrap_or_else(|| vec![0.0; 9 * cin * width])
+    };
+    // `acc[(t · cin + i) · width + o]` → `[cout, cin, 3, 3]`.
+    let mut dw = vec![0.0; cout * cin * 9];
+    for t in 0..9 {
+        for i in 0..cin {
+            for o in 0..cout {
+                dw[(o * cin + i) * 9 + t] = acc[(t * cin + i) * width + o];
+            }
+        }
+    }
+    dw
+}
+
+/// One chunk of [`board_conv3x3`], compiled once per instruction set.
+struct ConvChunk<'a> {
+    p: &'a Packed,
+    x: &'a [f32],
+    out: &'a mut [f32],
+    scratch: &'a mut ConvScratch,
+}
+
+impl WithSimd for ConvChunk<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let ConvChunk { p, x, out, scratch: s } = self;
+        let (cin, cout) = (p.cin, p.cout);
+        let n = x.len() / (cin * PLANE_SIZE);
+        s.rows(n);
+        to_padded(x, cin, &mut s.input, cin);
+        s.out.prepare(n * PLANE_SIZE, cout);
+        let io =
+            Io { rows: &s.rows, out_rows: &s.ident, store: cout, relu: false, accumulate: false };
+        layer(simd, p, &s.input.data, cin, &mut s.out.data, cout, io);
+        from_rows(&s.out.data[..n * PLANE_SIZE * cout], cout, cout, out);
+    }
+}
+
+/// One chunk of [`board_conv3x3_weight_grad`]: `acc[(t · cin + i) · width + o] += Σ_j
+/// x[row_j + tap_t][i] · grad[j][o]` over the chunk's board points `j`, compiled once per
+/// instruction set.
+struct WeightGrad<'a> {
+    x: &'a [f32],
+    grad: &'a [f32],
+    cin: usize,
+    cout: usize,
+    /// `cout` rounded up to the SIMD width: the gradient rows' stride and `acc`'s.
+    width: usize,
+    taps: &'a [isize],
+    /// 32 vector registers (AVX-512) rather than 16.
+    wide: bool,
+    acc: &'a mut [f32],
+    scratch: &'a mut ConvScratch,
+}
+
+impl WithSimd for WeightGrad<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let WeightGrad { x, grad, cin, cout, width, taps, wide, acc, scratch: s } = self;
+        let n = x.len() / (cin * PLANE_SIZE);
+        s.rows(n);
+        to_padded(x, cin, &mut s.input, cin);
+        // The gradient as dense channels-last rows, zero beyond `cout`.
+        s.out.prepare(n * PLANE_SIZE, width);
+        to_rows(grad, cout, &mut s.out.data[..n * PLANE_SIZE * width], width);
+        let g = WeightGradIo {
+            input: &s.input.data,
+            rows: &s.rows,
+            cin,
+            grad: &s.out.data[..n * PLANE_SIZE * width],
+            width,
+            taps,
+        };
+        let vectors = width / S::F32_LANES;
+        let mut v0 = 0;
+        while v0 < vectors {
+            let nv = (vectors - v0).min(if wide || S::F32_LANES == 1 { 4 } else { 2 });
+            macro_rules! run {
+                ($mr:literal, $nv:literal) => {
+                    weight_grad_strip::<S, $mr, $nv>(simd, g, v0, acc)
+                };
+            }
+            match (wide, nv) {
+                (true, 4) => run!(6, 4),
+                (true, 3) => run!(8, 3),
+                (true, 2) => run!(12, 2),
+                (true, _) => run!(16, 1),
+                (false, 4) => run!(3, 4),
+                (false, 3) => run!(4, 3),
+                (false, 2) => run!(6, 2),
+                (false, _) => run!(8, 1),
+            }
+            v0 += nv;
+        }
+    }
+}
+
+/// What [`weight_grad_strip`] reads.
+#[derive(Clone, Copy)]
+struct WeightGradIo<'a> {
+    /// The padded channels-last input (stride `cin`).
+    input: &'a [f32],
+    /// The padded rows of the board points, in the order of `grad`'s rows.
+    rows: &'a [usize],
+    cin: usize,
+    /// Dense gradient rows of stride `width`.
+    grad: &'a [f32],
+    width: usize,
+    /// The row offsets of the nine taps.
+    taps: &'a [isize],
+}
+
+/// The rows of `acc` (`tap · cin + channel`) in tiles of `MR` channels of one tap, for the `NV`
+/// vectors of columns from vector `v0`: each tile's sums stay in registers over all board
+/// points, and a whole tile's inputs are one fixed-size view of the input row.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn weight_grad_strip<S: Simd, const MR: usize, const NV: usize>(
+    simd: S,
+    g: WeightGradIo<'_>,
+    v0: usize,
+    acc: &mut [f32],
+) {
+    let lanes = S::F32_LANES;
+    let col0 = v0 * lanes;
+    let cin = g.cin;
+    for (t, &tap) in g.taps.iter().enumerate() {
+        let mut c0 = 0;
+        while c0 < cin {
+            let m = (cin - c0).min(MR);
+            let mut sums = [[simd.splat_f32s(0.0); NV]; MR];
+            for (j, &row) in g.rows.iter().enumerate() {
+                let gr = &g.grad[j * g.width + col0..j * g.width + col0 + NV * lanes];
+                let (gv, _) = S::as_simd_f32s(gr);
+                let gv: &[S::f32s; NV] = gv.try_into().expect("NV vectors");
+                let start = row.wrapping_add_signed(tap) * cin + c0;
+                // A partial tile repeats its last channel: computed, never stored.
+                let mut a = [0.0; MR];
+                if m == MR {
+                    a = *<&[f32; MR]>::try_from(&g.input[start..start + MR]).expect("MR floats");
+                } else {
+                    for r in 0..MR {
+                        a[r] = g.input[start + r.min(m - 1)];
+                    }
+                }
+                for r in 0..MR {
+                    let a = simd.splat_f32s(a[r]);
+                    for v in 0..NV {
+                        sums[r][v] = simd.mul_add_f32s(a, gv[v], sums[r][v]);
+                    }
+                }
+            }
+            for r in 0..m {
+                let start = (t * cin + c0 + r) * g.width + col0;
+                let (dst, _) = S::as_mut_simd_f32s(&mut acc[start..start + NV * lanes]);
+                for v in 0..NV {
+                    dst[v] = simd.add_f32s(dst[v], sums[r][v]);
+                }
+            }
+            c0 += m;
+        }
+    }
+}
+
+/// Batch normalisation in training mode on `[n, c, 10, 9]` planes: per channel, the batch's
+/// mean `μ` and biased variance `σ²` over the `n · 90` values, and `out = γ (x − μ) / √(σ² + ε) +
+/// β` (Ioffe and Szegedy 2015; burn's `batch_norm_train`). Returns `(out, μ, σ²)`.
+///
+/// # Panics
+/// If `x`'s length is not a multiple of `c · 90` or `gamma`, `beta` are not `c` long.
+pub(crate) fn batch_norm_train(
+    x: &[f32],
+    gamma: &[f32],
+    beta: &[f32],
+    epsilon: f64,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let c = gamma.len();
+    assert!(c > 0 && beta.len() == c && x.len().is_multiple_of(c * PLANE_SIZE), "shapes");
+    let m = (x.len() / c) as f64;
+    // Per channel, in f64: the mean, then the mean squared deviation from it.
+    let stats: Vec<(f32, f32)> = (0..c)
+        .into_par_iter()
+        .map(|ch| {
+            let runs =
+                || x.chunks_exact(c * PLANE_SIZE).map(|p| &p[ch * PLANE_SIZE..][..PLANE_SIZE]);
+            let sum: f64 = runs().map(|r| r.iter().map(|&v| f64::from(v)).sum::<f64>()).sum();
+            let mean = sum / m;
+            let sq: f64 =
+                runs().map(|r| r.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>()).sum();
+            (mean as f32, (sq / m) as f32)
+        })
+        .collect();
+    let (mean, var): (Vec<f32>, Vec<f32>) = stats.into_iter().unzip();
+    let scale: Vec<f32> =
+        (0..c).map(|ch| gamma[ch] / (f64::from(var[ch]) + epsilon).sqrt() as f32).collect();
+    let mut out = vec![0.0; x.len()];
+    out.par_chunks_mut(c * PLANE_SIZE).zip(x.par_chunks(c * PLANE_SIZE)).for_each(|(o, p)| {
+        for ch in 0..c {
+            let (a, b) = (scale[ch], beta[ch] - mean[ch] * scale[ch]);
+            let o = &mut o[ch * PLANE_SIZE..][..PLANE_SIZE];
+            for (o, &v) in o.iter_mut().zip(&p[ch * PLANE_SIZE..][..PLANE_SIZE]) {
+                *o = v * a + b;
+            }
+        }
+    });
+    (out, mean, var)
+}
+
+/// The gradients of [`batch_norm_train`] with respect to `x`, `γ` and `β`, given the output's
+/// gradient `grad` and the forward pass's `μ` and `σ²`: with `x̂ = (x − μ) / s`, `s = √(σ² +
+/// ε)` and `m = n · 90` values a channel, `dβ = Σ g`, `dγ = Σ g x̂` and `dx = γ / (m s) · (m g −
+/// dβ − x̂ dγ)`. Returns `(dx, dγ, dβ)`.
+///
+/// # Panics
+/// If the lengths do not match as in [`batch_norm_train`].
+pub(crate) fn batch_norm_train_backward(
+    x: &[f32],
+    gamma: &[f32],
+    mean: &[f32],
+    var: &[f32],
+    epsilon: f64,
+    grad: &[f32],
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let c = gamma.len();
+    assert!(c > 0 && x.len().is_multiple_of(c * PLANE_SIZE) && grad.len() == x.len(), "shapes");
+    assert!(mean.len() == c && var.len() == c, "statistics");
+    let m = (x.len() / c) as f64;
+    let inv: Vec<f64> = var.iter().map(|&v| 1.0 / (f64::from(v) + epsilon).sqrt()).collect();
+    let sums: Vec<(f64, f64)> = (0..c)
+        .into_par_iter()
+        .map(|ch| {
+            let (mu, s) = (f64::from(mean[ch]), inv[ch]);
+            let mut db = 0.0;
+            let mut dg = 0.0;
+            for (p, g) in x.chunks_exact(c * PLANE_SIZE).zip(grad.chunks_exact(c * PLANE_SIZE)) {
+                let (p, g) =
+                    (&p[ch * PLANE_SIZE..][..PLANE_SIZE], &g[ch * PLANE_SIZE..][..PLANE_SIZE]);
+                for (&v, &g) in p.iter().zip(g) {
+                    db += f64::from(g);
+                    dg += f64::from(g) * (f64::from(v) - mu) * s;
+                }
+            }
+            (dg, db)
+        })
+        .collect();
+    let mut dx = vec![0.0; x.len()];
+    dx.par_chunks_mut(c * PLANE_SIZE)
+        .zip(x.par_chunks(c * PLANE_SIZE).zip(grad.par_chunks(c * PLANE_SIZE)))
+        .for_each(|(d, (p, g))| {
+            for ch in 0..c {
+                let (dg, db) = sums[ch];
+                let s = inv[ch];
+                // dx = k (g − db / m − x̂ dg / m), k = γ s; x̂ = (x − μ) s.
+                let k = (f64::from(gamma[ch]) * s) as f32;
+                let a = (db / m) as f32;
+                let b = (dg / m * s) as f32;
+                let mu = mean[ch];
+                let d = &mut d[ch * PLANE_SIZE..][..PLANE_SIZE];
+                let p = &p[ch * PLANE_SIZE..][..PLANE_SIZE];
+                let g = &g[ch * PLANE_SIZE..][..PLANE_SIZE];
+                for ((d, &v), &g) in d.iter_mut().zip(p).zip(g) {
+                    *d = k * (g - a - (v - mu) * b);
+                }
+            }
+        });
+    let (dgamma, dbeta) = sums.iter().map(|&(dg, db)| (dg as f32, db as f32)).unzip();
+    (dx, dgamma, dbeta)
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ pub mod kernels;
 pub mod model;
 pub mod onnx;
 pub mod train;
+pub mod train_ops;
 
 pub use burn::tensor::Device;
 pub use checkpoint::{CheckpointError, Manifest};

@@ -73,7 +73,36 @@ impl ConvBn {
     /// # Shapes
     /// `[B, in, 10, 9]` → `[B, out, 10, 9]`.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        self.bn.forward(self.conv.forward(x))
+        let weight = self.conv.weight.val();
+        let y = if weight.dims()[2..] == [3, 3] {
+            // The tower's convolutions: this crate's kernels on the CPU (`train_ops`).
+            crate::train_ops::board_conv3x3(x, weight)
+        } else {
+            self.conv.forward(x)
+        };
+        if y.device().is_autodiff() && self.bn.training.is_enabled() {
+            self.batch_norm_train(y)
+        } else {
+            self.bn.forward(y)
+        }
+    }
+
+    /// `self.bn.forward(y)` in training mode, with this crate's kernels on the CPU
+    /// (`train_ops`): normalises by the batch's statistics and moves the running statistics
+    /// towards them by the layer's momentum, as burn's `BatchNorm` does.
+    fn batch_norm_train(&self, y: Tensor<4>) -> Tensor<4> {
+        let bn = &self.bn;
+        let device = y.device();
+        let (out, mean, var) =
+            crate::train_ops::board_batch_norm_train(y, bn.gamma.val(), bn.beta.val(), bn.epsilon);
+        let m = bn.momentum;
+        let running_mean = bn.running_mean.value_sync().to_device(&device);
+        let running_var = bn.running_var.value_sync().to_device(&device);
+        let running_mean = running_mean.mul_scalar(1.0 - m).add(mean.detach().mul_scalar(m));
+        let running_var = running_var.mul_scalar(1.0 - m).add(var.detach().mul_scalar(m));
+        bn.running_mean.update(running_mean.detach());
+        bn.running_var.update(running_var.detach());
+        out
     }
 }
 
@@ -468,6 +497,51 @@ mod tests {
     use super::*;
     use crate::GlobalKind;
     use crate::infer::InferenceNet;
+
+    /// In training mode `ConvBn` (this crate's batch norm on the CPU) gives burn's `BatchNorm`'s
+    /// output and moves the running statistics as it does, over two steps.
+    #[test]
+    fn conv_bn_trains_its_batch_norm_as_burn_does() {
+        use burn::tensor::Distribution;
+        let device = crate::cpu_device().autodiff();
+        let ours = ConvBn::new(5, 7, 3, &device);
+        // Its own batch norm (a clone would share the running statistics' state), the same
+        // convolution.
+        let mut burns = ConvBn::new(5, 7, 3, &device);
+        burns.conv = ours.conv.clone();
+        for step in 0..2 {
+            let x = Tensor::<4>::random([6, 5, 10, 9], Distribution::Normal(1.0, 2.0), &device);
+            let a = ours.forward(x.clone());
+            let b = burns.bn.forward(burns.conv.forward(x));
+            let pairs = [
+                ("output", a.into_data(), b.into_data()),
+                (
+                    "running mean",
+                    ours.bn.running_mean.value().into_data(),
+                    burns.bn.running_mean.value().into_data(),
+                ),
+                (
+                    "running variance",
+                    ours.bn.running_var.value().into_data(),
+                    burns.bn.running_var.value().into_data(),
+                ),
+            ];
+            for (what, a, b) in pairs {
+                let (a, b) =
+                    (a.try_to_vec::<f32>().expect("f32"), b.try_to_vec::<f32>().expect("f32"));
+                assert_eq!(a.len(), b.len());
+                for (k, (a, b)) in a.iter().zip(&b).enumerate() {
+                    assert!(
+                        (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                        "step {step}, {what}[{k}]: {a} vs {b}"
+                    );
+                }
+            }
+        }
+        // The statistics did move (from mean 0, variance 1).
+        let mean = ours.bn.running_mean.value().into_data().try_to_vec::<f32>().expect("f32");
+        assert!(mean.iter().any(|m| m.abs() > 1e-3), "{mean:?}");
+    }
 
     fn host<const D: usize>(t: Tensor<D>) -> (Vec<f32>, [usize; D]) {
         let dims = t.dims();

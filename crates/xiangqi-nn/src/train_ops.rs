@@ -1,0 +1,455 @@
+//! The board's 3 × 3 convolution as a burn operation with its own backward pass, so that
+//! training on the CPU runs it (forward, input gradient and weight gradient) through this
+//! crate's kernels ([`crate::kernels`]) instead of burn's im2col convolution.
+//!
+//! [`board_conv3x3`] is what the model calls for every 3 × 3 convolution of the tower. It is a
+//! burn backend extension ([`BoardConv`]): on burn's CPU backend (`Flex`) the three computations
+//! are the kernels' (`board_conv3x3`, `board_conv3x3_input_grad`, `board_conv3x3_weight_grad`
+//! of [`crate::kernels`]); on the GPU backends they are burn's own `conv2d`,
+//! `conv2d_x_backward` and `conv2d_weight_backward`; under autodiff the operation records
+//! itself with a backward step that calls the inner backend's two gradients. The result is
+//! burn's `conv2d` with padding 1, stride 1, no bias, up to the rounding of another summation
+//! order (a test compares the values and both gradients with burn's within 1e-4).
+
+use burn::backend::autodiff::NodeId;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::flex::FlexTensor;
+use burn::backend::ops::{ConvOptions, ModuleOps};
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{
+    Autodiff, AutodiffBackend, Backend, Dispatch, Flex, TensorMetadata, backend_extension,
+};
+use burn::tensor::{DType, Tensor, TensorData};
+use xiangqi::env::{PLANE_FILES, PLANE_RANKS};
+
+use crate::kernels;
+
+/// Padding 1, stride 1, dilation 1, one group: the board keeps its size.
+fn same() -> ConvOptions<2> {
+    ConvOptions::new([1, 1], [1, 1], [1, 1], 1)
+}
+
+/// The 3 × 3 board convolution and its gradients, per backend (see the module documentation).
+/// The default bodies are burn's convolution with padding 1.
+#[backend_extension(Flex, Autodiff, Cube: cfg(any(feature = "wgpu", feature = "cuda")))]
+pub trait BoardConv: Backend {
+    /// `[B, in, H, W]` × `[out, in, 3, 3]` → `[B, out, H, W]`.
+    fn board_conv3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
+        Self::conv2d(x, weight, None, same())
+    }
+
+    /// The gradient with respect to `x` of [`BoardConv::board_conv3x3`], given the output's.
+    fn board_conv3x3_x_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        Self::conv2d_x_backward(x, weight, grad, same())
+    }
+
+    /// The gradient with respect to `weight` of [`BoardConv::board_conv3x3`].
+    fn board_conv3x3_weight_backward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        Self::conv2d_weight_backward(x, weight, grad, same())
+    }
+
+    /// Batch normalisation in training mode over `[B, C, H, W]`: `(output, mean, variance)`,
+    /// the statistics per channel (`[C]`, the variance biased), as burn's `batch_norm_train`.
+    fn board_batch_norm_train(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        let r = Self::batch_norm_train(x, gamma, beta, epsilon);
+        (r.output, r.mean, r.variance)
+    }
+
+    /// The gradients of [`BoardConv::board_batch_norm_train`] with respect to `x`, `gamma` and
+    /// `beta`, given its output's gradient and its statistics.
+    fn board_batch_norm_train_backward(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        mean: FloatTensor<Self>,
+        variance: FloatTensor<Self>,
+        epsilon: f64,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        let r = Self::batch_norm_train_backward(x, gamma, mean, variance, epsilon, grad);
+        (r.x_grad, r.gamma_grad, r.beta_grad)
+    }
+}
+
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+impl BoardConv for burn::backend::Cube {}
+
+/// A contiguous `f32` view of a tensor of rank 4, with its shape, or `None` for another dtype
+/// or rank.
+fn host(t: &FlexTensor) -> Option<(std::borrow::Cow<'_, [f32]>, [usize; 4])> {
+    if t.dtype() != DType::F32 {
+        return None;
+    }
+    let dims: [usize; 4] = t.shape().as_slice().try_into().ok()?;
+    let data = match t.as_slice::<f32>() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(t.to_contiguous().as_slice::<f32>()?.to_vec()),
+    };
+    Some((data, dims))
+}
+
+/// Whether a convolution of `x` (`[n, cin, h, w]`) by `weight` is one the kernels run: the
+/// board's size and a `[cout, cin, 3, 3]` kernel.
+fn on_board(x: [usize; 4], weight: [usize; 4]) -> bool {
+    x[2] == PLANE_RANKS && x[3] == PLANE_FILES && weight[1] == x[1] && weight[2..] == [3, 3]
+}
+
+/// Whether `x` is `[n, channels, 10, 9]`.
+fn on_board_channels(x: [usize; 4], channels: usize) -> bool {
+    x[1] == channels && x[2] == PLANE_RANKS && x[3] == PLANE_FILES
+}
+
+/// A contiguous `f32` copy of a tensor of rank 1, or `None` for another dtype or rank.
+fn vector(t: &FlexTensor) -> Option<Vec<f32>> {
+    if t.dtype() != DType::F32 || t.shape().num_dims() != 1 {
+        return None;
+    }
+    match t.as_slice::<f32>() {
+        Some(s) => Some(s.to_vec()),
+        None => Some(t.to_contiguous().as_slice::<f32>()?.to_vec()),
+    }
+}
+
+fn flex(data: Vec<f32>, dims: [usize; 4]) -> FlexTensor {
+    FlexTensor::from_data(TensorData::new(data, dims))
+}
+
+fn flex1(data: Vec<f32>) -> FlexTensor {
+    let n = data.len();
+    FlexTensor::from_data(TensorData::new(data, [n]))
+}
+
+impl BoardConv for Flex {
+    fn board_conv3x3(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
+        if let (Some((xs, xd)), Some((ws, wd))) = (host(&x), host(&weight))
+            && on_board(xd, wd)
+        {
+            let y = kernels::board_conv3x3(&xs, &ws, xd[1], wd[0]);
+            return flex(y, [xd[0], wd[0], xd[2], xd[3]]);
+        }
+        Self::conv2d(x, weight, None, same())
+    }
+
+    fn board_conv3x3_x_backward(x: FlexTensor, weight: FlexTensor, grad: FlexTensor) -> FlexTensor {
+        if let (Some((_, xd)), Some((ws, wd)), Some((gs, gd))) =
+            (host(&x), host(&weight), host(&grad))
+            && on_board(xd, wd)
+            && gd == [xd[0], wd[0], xd[2], xd[3]]
+        {
+            let dx = kernels::board_conv3x3_input_grad(&gs, &ws, wd[1], wd[0]);
+            return flex(dx, xd);
+        }
+        Self::conv2d_x_backward(x, weight, grad, same())
+    }
+
+    fn board_conv3x3_weight_backward(
+        x: FlexTensor,
+        weight: FlexTensor,
+        grad: FlexTensor,
+    ) -> FlexTensor {
+        if let (Some((xs, xd)), Some((_, wd)), Some((gs, gd))) =
+            (host(&x), host(&weight), host(&grad))
+            && on_board(xd, wd)
+            && gd == [xd[0], wd[0], xd[2], xd[3]]
+        {
+            let dw = kernels::board_conv3x3_weight_grad(&xs, &gs, wd[1], wd[0]);
+            return flex(dw, wd);
+        }
+        Self::conv2d_weight_backward(x, weight, grad, same())
+    }
+
+    fn board_batch_norm_train(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        beta: FlexTensor,
+        epsilon: f64,
+    ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        if let (Some((xs, xd)), Some(g), Some(b)) = (host(&x), vector(&gamma), vector(&beta))
+            && on_board_channels(xd, g.len())
+            && b.len() == g.len()
+        {
+            let (out, mean, var) = kernels::batch_norm_train(&xs, &g, &b, epsilon);
+            return (flex(out, xd), flex1(mean), flex1(var));
+        }
+        let r = Self::batch_norm_train(x, gamma, beta, epsilon);
+        (r.output, r.mean, r.variance)
+    }
+
+    fn board_batch_norm_train_backward(
+        x: FlexTensor,
+        gamma: FlexTensor,
+        mean: FlexTensor,
+        variance: FlexTensor,
+        epsilon: f64,
+        grad: FlexTensor,
+    ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        if let (Some((xs, xd)), Some(g), Some(mu), Some(var), Some((gs, gd))) =
+            (host(&x), vector(&gamma), vector(&mean), vector(&variance), host(&grad))
+            && on_board_channels(xd, g.len())
+            && gd == xd
+            && mu.len() == g.len()
+            && var.len() == g.len()
+        {
+            let (dx, dg, db) = kernels::batch_norm_train_backward(&xs, &g, &mu, &var, epsilon, &gs);
+            return (flex(dx, xd), flex1(dg), flex1(db));
+        }
+        let r = Self::batch_norm_train_backward(x, gamma, mean, variance, epsilon, grad);
+        (r.x_grad, r.gamma_grad, r.beta_grad)
+    }
+}
+
+/// The backward step of [`BoardConv::board_conv3x3`] under autodiff.
+#[derive(Debug)]
+struct BoardConvBackward;
+
+impl<B: Backend + BoardConv> Backward<B, 2> for BoardConvBackward {
+    type State = (NodeId, NodeId);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 2>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let [node_x, node_weight] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let (x_state, weight_state) = ops.state;
+        let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_state);
+        let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_state);
+        if let Some(node) = node_x {
+            let dx = B::board_conv3x3_x_backward(x.clone(), weight.clone(), grad.clone());
+            grads.register::<B>(node.id, dx);
+        }
+        if let Some(node) = node_weight {
+            let dw = B::board_conv3x3_weight_backward(x, weight, grad);
+            grads.register::<B>(node.id, dw);
+        }
+    }
+}
+
+impl<B: Backend + BoardConv, C: CheckpointStrategy> BoardConv for Autodiff<B, C> {
+    fn board_conv3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
+        match BoardConvBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let weight_state = prep.checkpoint(&weight);
+                let y = B::board_conv3x3(x.into_primitive(), weight.into_primitive());
+                prep.finish((x_state, weight_state), y)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::board_conv3x3(x.into_primitive(), weight.into_primitive()))
+            }
+        }
+    }
+
+    fn board_batch_norm_train(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        epsilon: f64,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        let nodes = [x.node(), gamma.node(), beta.node()];
+        match BatchNormBackward.prepare::<C>(nodes).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = prep.checkpoint(&x);
+                let gamma_state = prep.checkpoint(&gamma);
+                let (out, mean, var) = B::board_batch_norm_train(
+                    x.into_primitive(),
+                    gamma.into_primitive(),
+                    beta.into_primitive(),
+                    epsilon,
+                );
+                let state = (x_state, gamma_state, mean.clone(), var.clone(), epsilon);
+                (prep.finish(state, out), Self::from_inner(mean), Self::from_inner(var))
+            }
+            OpsKind::UnTracked(prep) => {
+                let (out, mean, var) = B::board_batch_norm_train(
+                    x.into_primitive(),
+                    gamma.into_primitive(),
+                    beta.into_primitive(),
+                    epsilon,
+                );
+                (prep.finish(out), Self::from_inner(mean), Self::from_inner(var))
+            }
+        }
+    }
+}
+
+/// Batch normalisation in training mode (`x`: `[B, C, 10, 9]`, `gamma`, `beta`: `[C]`) on
+/// whatever device `x` is: `(output, mean, variance)`, the statistics `[C]` and detached from
+/// the graph (the variance biased), as burn's `batch_norm_train`.
+pub fn board_batch_norm_train(
+    x: Tensor<4>,
+    gamma: Tensor<1>,
+    beta: Tensor<1>,
+    epsilon: f64,
+) -> (Tensor<4>, Tensor<1>, Tensor<1>) {
+    let (out, mean, var) = <Dispatch as BoardConv>::board_batch_norm_train(
+        x.into_dispatch(),
+        gamma.into_dispatch(),
+        beta.into_dispatch(),
+        epsilon,
+    );
+    (Tensor::from_dispatch(out), Tensor::from_dispatch(mean), Tensor::from_dispatch(var))
+}
+
+/// The backward step of [`BoardConv::board_batch_norm_train`] under autodiff: the input and
+/// `gamma` are checkpointed, the statistics kept as the forward pass computed them.
+#[derive(Debug)]
+struct BatchNormBackward;
+
+impl<B: Backend + BoardConv> Backward<B, 3> for BatchNormBackward {
+    type State = (NodeId, NodeId, B::FloatTensorPrimitive, B::FloatTensorPrimitive, f64);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 3>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let [node_x, node_gamma, node_beta] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let (x_state, gamma_state, mean, variance, epsilon) = ops.state;
+        let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_state);
+        let gamma = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(gamma_state);
+        let (dx, dgamma, dbeta) =
+            B::board_batch_norm_train_backward(x, gamma, mean, variance, epsilon, grad);
+        if let Some(node) = node_x {
+            grads.register::<B>(node.id, dx);
+        }
+        if let Some(node) = node_gamma {
+            grads.register::<B>(node.id, dgamma);
+        }
+        if let Some(node) = node_beta {
+            grads.register::<B>(node.id, dbeta);
+        }
+    }
+}
+
+/// The 3 × 3 convolution with padding 1 and no bias of the tower, on whatever device `x` is
+/// (see the module documentation).
+///
+/// # Shapes
+/// `x`: `[B, in, 10, 9]`, `weight`: `[out, in, 3, 3]` → `[B, out, 10, 9]`.
+pub fn board_conv3x3(x: Tensor<4>, weight: Tensor<4>) -> Tensor<4> {
+    Tensor::from_dispatch(<Dispatch as BoardConv>::board_conv3x3(
+        x.into_dispatch(),
+        weight.into_dispatch(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::module::conv2d;
+    use burn::tensor::{Distribution, Tensor};
+
+    use super::*;
+
+    fn close(what: &str, got: Tensor<4>, want: Tensor<4>) {
+        assert_eq!(got.dims(), want.dims(), "{what}: shape");
+        let got = got.into_data().try_to_vec::<f32>().expect("f32");
+        let want = want.into_data().try_to_vec::<f32>().expect("f32");
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{what}[{k}]: {g} vs burn's {w}");
+        }
+    }
+
+    /// The value and both gradients equal burn's `conv2d` with padding 1, for channel counts
+    /// with partial SIMD vectors and several strips, batches of one and of several chunks.
+    #[test]
+    fn the_board_convolution_and_its_gradients_are_burns() {
+        let device = crate::cpu_device().autodiff();
+        for (n, cin, cout) in [(1, 16, 24), (3, 5, 3), (37, 24, 24), (19, 40, 64), (2, 64, 70)] {
+            let what = format!("n {n}, {cin} → {cout} channels");
+            let x = Tensor::<4>::random([n, cin, 10, 9], Distribution::Normal(0.0, 1.0), &device);
+            let w = Tensor::<4>::random([cout, cin, 3, 3], Distribution::Normal(0.0, 0.3), &device);
+            // A loss whose gradient differs at every output: Σ y · r.
+            let r = Tensor::<4>::random([n, cout, 10, 9], Distribution::Normal(0.0, 1.0), &device);
+
+            let (x1, w1) = (x.clone().require_grad(), w.clone().require_grad());
+            let ours = board_conv3x3(x1.clone(), w1.clone());
+            let grads = (ours.clone() * r.clone()).sum().backward();
+            let (dx1, dw1) = (x1.grad(&grads).expect("dx"), w1.grad(&grads).expect("dw"));
+
+            let (x2, w2) = (x.require_grad(), w.require_grad());
+            let theirs = conv2d(x2.clone(), w2.clone(), None, same());
+            let grads = (theirs.clone() * r).sum().backward();
+            let (dx2, dw2) = (x2.grad(&grads).expect("dx"), w2.grad(&grads).expect("dw"));
+
+            close(&format!("{what}: output"), ours, theirs);
+            close(&format!("{what}: input gradient"), dx1, dx2);
+            close(&format!("{what}: weight gradient"), dw1, dw2);
+        }
+    }
+
+    /// Batch normalisation in training mode: the output, the statistics and the gradients of
+    /// `x`, `gamma` and `beta` equal burn's `batch_norm_train`, for a batch of one and of several
+    /// chunks, on values far from zero mean (the variance is taken about the mean).
+    #[test]
+    fn batch_norm_and_its_gradients_are_burns() {
+        use burn::tensor::module::batch_norm_train;
+        let device = crate::cpu_device().autodiff();
+        for (n, c) in [(1, 3), (37, 24), (5, 64)] {
+            let what = format!("n {n}, {c} channels");
+            let x = Tensor::<4>::random([n, c, 10, 9], Distribution::Normal(3.0, 2.0), &device);
+            let gamma = Tensor::<1>::random([c], Distribution::Normal(1.0, 0.5), &device);
+            let beta = Tensor::<1>::random([c], Distribution::Normal(0.0, 0.5), &device);
+            let r = Tensor::<4>::random([n, c, 10, 9], Distribution::Normal(0.0, 1.0), &device);
+
+            let (x1, g1, b1) = (
+                x.clone().require_grad(),
+                gamma.clone().require_grad(),
+                beta.clone().require_grad(),
+            );
+            let (ours, mean1, var1) =
+                board_batch_norm_train(x1.clone(), g1.clone(), b1.clone(), 1e-5);
+            let grads = (ours.clone() * r.clone()).sum().backward();
+            let (dx1, dg1, db1) = (
+                x1.grad(&grads).expect("dx"),
+                g1.grad(&grads).expect("dg"),
+                b1.grad(&grads).expect("db"),
+            );
+
+            let (x2, g2, b2) = (x.require_grad(), gamma.require_grad(), beta.require_grad());
+            let theirs = batch_norm_train(x2.clone(), g2.clone(), b2.clone(), 1e-5);
+            let grads = (theirs.output.clone() * r).sum().backward();
+            let (dx2, dg2, db2) = (
+                x2.grad(&grads).expect("dx"),
+                g2.grad(&grads).expect("dg"),
+                b2.grad(&grads).expect("db"),
+            );
+
+            close(&format!("{what}: output"), ours, theirs.output);
+            close(&format!("{what}: input gradient"), dx1, dx2);
+            let v = |t: Tensor<1>| t.reshape([1, 1, 1, -1]);
+            close(&format!("{what}: mean"), v(mean1), v(theirs.mean));
+            close(&format!("{what}: variance"), v(var1), v(theirs.variance));
+            close(&format!("{what}: gamma gradient"), v(dg1), v(dg2));
+            close(&format!("{what}: beta gradient"), v(db1), v(db2));
+        }
+    }
+
+    /// Shapes the kernels do not take (another board size, a 1 × 1 kernel) fall back to burn.
+    #[test]
+    fn other_shapes_fall_back_to_burns_convolution() {
+        let device = crate::cpu_device();
+        let x = Tensor::<4>::random([2, 4, 7, 5], Distribution::Normal(0.0, 1.0), &device);
+        let w = Tensor::<4>::random([6, 4, 3, 3], Distribution::Normal(0.0, 0.3), &device);
+        close("7 × 5 board", board_conv3x3(x.clone(), w.clone()), conv2d(x, w, None, same()));
+    }
+}
