@@ -36,7 +36,8 @@
 //! gradient with the flipped, transposed weights. The weight gradient is a matrix product whose
 //! long dimension is the board points: tiles of one tap's input channels by SIMD vectors of
 //! output channels, summed in registers over a chunk's points, the chunks' sums added at the
-//! end. Batch normalisation's statistics are summed in `f64`. All of them equal burn's
+//! end. Batch normalisation sums each board in `f32` lanes and the boards in `f64`. All of
+//! them equal burn's
 //! operations within 1e-4 (`train_ops`' tests).
 
 use std::cell::RefCell;
@@ -738,6 +739,7 @@ impl ConvScratch {
 }
 
 /// Copies `[n, c, 10, 9]` planes onto the zero-bordered board, channels-last with `stride`.
+#[inline(always)]
 fn to_padded(planes: &[f32], c: usize, buf: &mut Buf, stride: usize) {
     let n = planes.len() / (c * PLANE_SIZE);
     buf.prepare(n * PAD_SIZE, stride);
@@ -748,8 +750,8 @@ fn to_padded(planes: &[f32], c: usize, buf: &mut Buf, stride: usize) {
                 let sq = rank * PLANE_FILES + file;
                 let row = (rank + 1) * PAD_FILES + file + 1;
                 let dst = &mut board[row * stride..row * stride + c];
-                for (ch, d) in dst.iter_mut().enumerate() {
-                    *d = position[ch * PLANE_SIZE + sq];
+                for (d, &v) in dst.iter_mut().zip(position[sq..].iter().step_by(PLANE_SIZE)) {
+                    *d = v;
                 }
             }
         }
@@ -758,12 +760,13 @@ fn to_padded(planes: &[f32], c: usize, buf: &mut Buf, stride: usize) {
 
 /// Copies dense channels-last rows (`[n · 90, stride]`, the first `c` columns) into `[n, c, 10,
 /// 9]` planes.
+#[inline(always)]
 fn from_rows(rows: &[f32], stride: usize, c: usize, planes: &mut [f32]) {
     for (i, position) in planes.chunks_exact_mut(c * PLANE_SIZE).enumerate() {
         let rows = &rows[i * PLANE_SIZE * stride..(i + 1) * PLANE_SIZE * stride];
         for (sq, row) in rows.chunks_exact(stride).enumerate() {
-            for (ch, &v) in row[..c].iter().enumerate() {
-                position[ch * PLANE_SIZE + sq] = v;
+            for (d, &v) in position[sq..].iter_mut().step_by(PLANE_SIZE).zip(&row[..c]) {
+                *d = v;
             }
         }
     }
@@ -771,12 +774,13 @@ fn from_rows(rows: &[f32], stride: usize, c: usize, planes: &mut [f32]) {
 
 /// Copies `[n, c, 10, 9]` planes into dense channels-last rows (`[n · 90, stride]`, the first
 /// `c` columns).
+#[inline(always)]
 fn to_rows(planes: &[f32], c: usize, rows: &mut [f32], stride: usize) {
     for (i, position) in planes.chunks_exact(c * PLANE_SIZE).enumerate() {
         let rows = &mut rows[i * PLANE_SIZE * stride..(i + 1) * PLANE_SIZE * stride];
         for (sq, row) in rows.chunks_exact_mut(stride).enumerate() {
-            for (ch, d) in row[..c].iter_mut().enumerate() {
-                *d = position[ch * PLANE_SIZE + sq];
+            for (d, &v) in row[..c].iter_mut().zip(position[sq..].iter().step_by(PLANE_SIZE)) {
+                *d = v;
             }
         }
     }
@@ -846,6 +850,12 @@ pub(crate) fn board_conv3x3_input_grad(
 /// The gradient of [`board_conv3x3`]'s output with respect to its weights:
 /// `dW[o, i, t] = Σ_b Σ_p grad[b, o, p] · x[b, i, p + d_t]`, `[cout, cin, 3, 3]`.
 ///
+/// For one kernel row `dy`, the inputs of its three taps at a board point are `3 · cin`
+/// consecutive floats of the padded channels-last input (the point's left neighbour, itself and
+/// its right neighbour), so the product runs with SIMD vectors along that run and output
+/// channels broadcast from the gradient: `acc[dy][o][dx · cin + i] += grad[p][o] · x[p + (dy −
+/// 1) · 11 − 1][dx · cin + i]`, summed in registers over a chunk's points.
+///
 /// # Panics
 /// If the lengths do not match `x`: `[n, cin, 10, 9]` and `grad`: `[n, cout, 10, 9]`.
 pub(crate) fn board_conv3x3_weight_grad(
@@ -858,23 +868,21 @@ pub(crate) fn board_conv3x3_weight_grad(
     let n = x.len() / (cin * PLANE_SIZE);
     assert_eq!(grad.len(), n * cout * PLANE_SIZE, "gradient shape");
     let (lanes, registers) = simd_shape();
-    let width = round_up(cout, lanes);
-    let taps: Vec<isize> = (0..9)
-        .map(|t| ((t / 3) as isize - 1) * PAD_FILES as isize + (t % 3) as isize - 1)
-        .collect();
+    // The run of three taps' inputs, rounded up to whole vectors.
+    let run_len = round_up(3 * cin, lanes);
+    let size = 3 * cout * run_len;
     let chunk = balanced_chunk(n, TRAIN_CHUNK, rayon::current_num_threads().max(1));
     let run = |x: &[f32], g: &[f32]| {
         CONV_SCRATCH.with(|s| {
             let scratch = &mut s.borrow_mut();
-            let mut acc = vec![0.0; 9 * cin * width];
-            let wide = registers >= 32;
+            let mut acc = vec![0.0; size];
+            let wide = registers >= 32 || lanes == 1;
             Arch::new().dispatch(WeightGrad {
                 x,
                 grad: g,
                 cin,
                 cout,
-                width,
-                taps: &taps,
+                run_len,
                 wide,
                 acc: &mut acc,
                 scratch,
@@ -892,14 +900,17 @@ pub(crate) fn board_conv3x3_weight_grad(
                 a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
                 a
             })
-            .unwrap_or_else(|| vec![0.0; 9 * cin * width])
+            .unwrap_or_else(|| vec![0.0; size])
     };
-    // `acc[(t · cin + i) · width + o]` → `[cout, cin, 3, 3]`.
+    // `acc[(dy · cout + o) · run_len + dx · cin + i]` → `[cout, cin, 3, 3]`.
     let mut dw = vec![0.0; cout * cin * 9];
-    for t in 0..9 {
-        for i in 0..cin {
-            for o in 0..cout {
-                dw[(o * cin + i) * 9 + t] = acc[(t * cin + i) * width + o];
+    for dy in 0..3 {
+        for o in 0..cout {
+            let row = &acc[(dy * cout + o) * run_len..][..3 * cin];
+            for dx in 0..3 {
+                for i in 0..cin {
+                    dw[(o * cin + i) * 9 + dy * 3 + dx] = row[dx * cin + i];
+                }
             }
         }
     }
@@ -932,19 +943,17 @@ impl WithSimd for ConvChunk<'_> {
     }
 }
 
-/// One chunk of [`board_conv3x3_weight_grad`]: `acc[(t · cin + i) · width + o] += Σ_j
-/// x[row_j + tap_t][i] · grad[j][o]` over the chunk's board points `j`, compiled once per
-/// instruction set.
+/// One chunk of [`board_conv3x3_weight_grad`], compiled once per instruction set.
 struct WeightGrad<'a> {
     x: &'a [f32],
     grad: &'a [f32],
     cin: usize,
     cout: usize,
-    /// `cout` rounded up to the SIMD width: the gradient rows' stride and `acc`'s.
-    width: usize,
-    taps: &'a [isize],
-    /// 32 vector registers (AVX-512) rather than 16.
+    /// `3 · cin` rounded up to the SIMD width: the rows of `acc`.
+    run_len: usize,
+    /// 32 vector registers (AVX-512) rather than 16, or the scalar build.
     wide: bool,
+    /// `[3, cout, run_len]`.
     acc: &'a mut [f32],
     scratch: &'a mut ConvScratch,
 }
@@ -954,37 +963,43 @@ impl WithSimd for WeightGrad<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let WeightGrad { x, grad, cin, cout, width, taps, wide, acc, scratch: s } = self;
+        let WeightGrad { x, grad, cin, cout, run_len, wide, acc, scratch: s } = self;
         let n = x.len() / (cin * PLANE_SIZE);
         s.rows(n);
         to_padded(x, cin, &mut s.input, cin);
-        // The gradient as dense channels-last rows, zero beyond `cout`.
-        s.out.prepare(n * PLANE_SIZE, width);
-        to_rows(grad, cout, &mut s.out.data[..n * PLANE_SIZE * width], width);
+        // A run read at the last point goes up to `run_len − 3 · cin` floats past its row's
+        // neighbour: zero rows after the last board (never written) keep it in bounds.
+        let slack = (run_len - 3 * cin).div_ceil(cin) + 1;
+        s.input.prepare(n * PAD_SIZE + slack, cin);
+        s.out.prepare(n * PLANE_SIZE, cout);
+        to_rows(grad, cout, &mut s.out.data[..n * PLANE_SIZE * cout], cout);
         let g = WeightGradIo {
             input: &s.input.data,
             rows: &s.rows,
             cin,
-            grad: &s.out.data[..n * PLANE_SIZE * width],
-            width,
-            taps,
+            grad: &s.out.data[..n * PLANE_SIZE * cout],
+            cout,
+            run_len,
         };
-        let vectors = width / S::F32_LANES;
+        // Strips of at most five vectors (AVX-512) or two, as even as possible.
+        let vectors = run_len / S::F32_LANES;
+        let most = if wide { 5 } else { 2 };
+        let strips = vectors.div_ceil(most);
+        let per = vectors.div_ceil(strips);
         let mut v0 = 0;
         while v0 < vectors {
-            let nv = (vectors - v0).min(if wide || S::F32_LANES == 1 { 4 } else { 2 });
+            let nv = (vectors - v0).min(per);
             macro_rules! run {
                 ($mr:literal, $nv:literal) => {
                     weight_grad_strip::<S, $mr, $nv>(simd, g, v0, acc)
                 };
             }
             match (wide, nv) {
+                (true, 5) => run!(5, 5),
                 (true, 4) => run!(6, 4),
                 (true, 3) => run!(8, 3),
                 (true, 2) => run!(12, 2),
                 (true, _) => run!(16, 1),
-                (false, 4) => run!(3, 4),
-                (false, 3) => run!(4, 3),
                 (false, 2) => run!(6, 2),
                 (false, _) => run!(8, 1),
             }
@@ -996,21 +1011,19 @@ impl WithSimd for WeightGrad<'_> {
 /// What [`weight_grad_strip`] reads.
 #[derive(Clone, Copy)]
 struct WeightGradIo<'a> {
-    /// The padded channels-last input (stride `cin`).
+    /// The padded channels-last input (stride `cin`), with zero rows after the last board.
     input: &'a [f32],
     /// The padded rows of the board points, in the order of `grad`'s rows.
     rows: &'a [usize],
     cin: usize,
-    /// Dense gradient rows of stride `width`.
+    /// Dense gradient rows of stride `cout`.
     grad: &'a [f32],
-    width: usize,
-    /// The row offsets of the nine taps.
-    taps: &'a [isize],
+    cout: usize,
+    run_len: usize,
 }
 
-/// The rows of `acc` (`tap · cin + channel`) in tiles of `MR` channels of one tap, for the `NV`
-/// vectors of columns from vector `v0`: each tile's sums stay in registers over all board
-/// points, and a whole tile's inputs are one fixed-size view of the input row.
+/// For each kernel row and each tile of `MR` output channels, the `NV` vectors of the run from
+/// vector `v0`: the tile's sums stay in registers over all board points.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn weight_grad_strip<S: Simd, const MR: usize, const NV: usize>(
@@ -1021,47 +1034,81 @@ fn weight_grad_strip<S: Simd, const MR: usize, const NV: usize>(
 ) {
     let lanes = S::F32_LANES;
     let col0 = v0 * lanes;
-    let cin = g.cin;
-    for (t, &tap) in g.taps.iter().enumerate() {
-        let mut c0 = 0;
-        while c0 < cin {
-            let m = (cin - c0).min(MR);
+    let (cin, cout) = (g.cin, g.cout);
+    for dy in 0..3 {
+        // The run of kernel row `dy` starts at the point's upper-left, left or lower-left
+        // neighbour.
+        let shift = (dy as isize - 1) * PAD_FILES as isize - 1;
+        let mut o0 = 0;
+        while o0 < cout {
+            let m = (cout - o0).min(MR);
             let mut sums = [[simd.splat_f32s(0.0); NV]; MR];
             for (j, &row) in g.rows.iter().enumerate() {
-                let gr = &g.grad[j * g.width + col0..j * g.width + col0 + NV * lanes];
-                let (gv, _) = S::as_simd_f32s(gr);
-                let gv: &[S::f32s; NV] = gv.try_into().expect("NV vectors");
-                let start = row.wrapping_add_signed(tap) * cin + c0;
+                let start = row.wrapping_add_signed(shift) * cin + col0;
+                let (xv, _) = S::as_simd_f32s(&g.input[start..start + NV * lanes]);
+                let xv: &[S::f32s; NV] = xv.try_into().expect("NV vectors");
+                let gr = &g.grad[j * cout + o0..];
                 // A partial tile repeats its last channel: computed, never stored.
                 let mut a = [0.0; MR];
                 if m == MR {
-                    a = *<&[f32; MR]>::try_from(&g.input[start..start + MR]).expect("MR floats");
+                    a = *<&[f32; MR]>::try_from(&gr[..MR]).expect("MR floats");
                 } else {
                     for r in 0..MR {
-                        a[r] = g.input[start + r.min(m - 1)];
+                        a[r] = gr[r.min(m - 1)];
                     }
                 }
                 for r in 0..MR {
                     let a = simd.splat_f32s(a[r]);
                     for v in 0..NV {
-                        sums[r][v] = simd.mul_add_f32s(a, gv[v], sums[r][v]);
+                        sums[r][v] = simd.mul_add_f32s(a, xv[v], sums[r][v]);
                     }
                 }
             }
             for r in 0..m {
-                let start = (t * cin + c0 + r) * g.width + col0;
+                let start = (dy * cout + o0 + r) * g.run_len + col0;
                 let (dst, _) = S::as_mut_simd_f32s(&mut acc[start..start + NV * lanes]);
                 for v in 0..NV {
                     dst[v] = simd.add_f32s(dst[v], sums[r][v]);
                 }
             }
-            c0 += m;
+            o0 += m;
         }
     }
 }
 
+/// `Σ f(v)` over `r` in 16 independent `f32` lanes (so that the compiler vectorises it),
+/// returned in `f64`.
+#[inline(always)]
+fn lane_sum(r: &[f32], f: impl Fn(f32) -> f32) -> f64 {
+    let mut acc = [0.0f32; 16];
+    let mut chunks = r.chunks_exact(16);
+    for ch in &mut chunks {
+        for k in 0..16 {
+            acc[k] += f(ch[k]);
+        }
+    }
+    let tail: f64 = chunks.remainder().iter().map(|&v| f64::from(f(v))).sum();
+    acc.iter().map(|&a| f64::from(a)).sum::<f64>() + tail
+}
+
+/// `Σ f(a, b)` over the pairs of `a` and `b`, as [`lane_sum`].
+#[inline(always)]
+fn lane_dot(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) -> f64 {
+    let mut acc = [0.0f32; 16];
+    let (mut ca, mut cb) = (a.chunks_exact(16), b.chunks_exact(16));
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for k in 0..16 {
+            acc[k] += f(x[k], y[k]);
+        }
+    }
+    let tail: f64 =
+        ca.remainder().iter().zip(cb.remainder()).map(|(&x, &y)| f64::from(f(x, y))).sum();
+    acc.iter().map(|&a| f64::from(a)).sum::<f64>() + tail
+}
+
 /// Batch normalisation in training mode on `[n, c, 10, 9]` planes: per channel, the batch's
-/// mean `μ` and biased variance `σ²` over the `n · 90` values, and `out = γ (x − μ) / √(σ² + ε) +
+/// mean `μ` and biased variance `σ²` over the `n · 90` values (summed per board in `f32`
+/// lanes, across boards in `f64`), and `out = γ (x − μ) / √(σ² + ε) +
 /// β` (Ioffe and Szegedy 2015; burn's `batch_norm_train`). Returns `(out, μ, σ²)`.
 ///
 /// # Panics
@@ -1075,17 +1122,17 @@ pub(crate) fn batch_norm_train(
     let c = gamma.len();
     assert!(c > 0 && beta.len() == c && x.len().is_multiple_of(c * PLANE_SIZE), "shapes");
     let m = (x.len() / c) as f64;
-    // Per channel, in f64: the mean, then the mean squared deviation from it.
+    // Per channel: the mean, then the mean squared deviation from it, each board's sum in
+    // 16 independent lanes (vectorised) and the boards' sums in f64.
     let stats: Vec<(f32, f32)> = (0..c)
         .into_par_iter()
         .map(|ch| {
             let runs =
                 || x.chunks_exact(c * PLANE_SIZE).map(|p| &p[ch * PLANE_SIZE..][..PLANE_SIZE]);
-            let sum: f64 = runs().map(|r| r.iter().map(|&v| f64::from(v)).sum::<f64>()).sum();
-            let mean = sum / m;
-            let sq: f64 =
-                runs().map(|r| r.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>()).sum();
-            (mean as f32, (sq / m) as f32)
+            let sum: f64 = runs().map(|r| lane_sum(r, |v| v)).sum();
+            let mean = (sum / m) as f32;
+            let sq: f64 = runs().map(|r| lane_sum(r, |v| (v - mean) * (v - mean))).sum();
+            (mean, (sq / m) as f32)
         })
         .collect();
     let (mean, var): (Vec<f32>, Vec<f32>) = stats.into_iter().unzip();
@@ -1127,16 +1174,14 @@ pub(crate) fn batch_norm_train_backward(
     let sums: Vec<(f64, f64)> = (0..c)
         .into_par_iter()
         .map(|ch| {
-            let (mu, s) = (f64::from(mean[ch]), inv[ch]);
+            let (mu, s) = (mean[ch], inv[ch] as f32);
             let mut db = 0.0;
             let mut dg = 0.0;
             for (p, g) in x.chunks_exact(c * PLANE_SIZE).zip(grad.chunks_exact(c * PLANE_SIZE)) {
-                let (p, g) =
-                    (&p[ch * PLANE_SIZE..][..PLANE_SIZE], &g[ch * PLANE_SIZE..][..PLANE_SIZE]);
-                for (&v, &g) in p.iter().zip(g) {
-                    db += f64::from(g);
-                    dg += f64::from(g) * (f64::from(v) - mu) * s;
-                }
+                let p = &p[ch * PLANE_SIZE..][..PLANE_SIZE];
+                let g = &g[ch * PLANE_SIZE..][..PLANE_SIZE];
+                db += lane_sum(g, |g| g);
+                dg += lane_dot(g, p, |g, v| g * (v - mu) * s);
             }
             (dg, db)
         })
