@@ -22,8 +22,11 @@
 //!
 //! On the CPU, [`InferenceNet`] runs this crate's own kernels ([`kernels`]: AVX-512 or AVX2 +
 //! FMA chosen at run time, no allocation per call) on parallel chunks of at most
-//! [`infer::CPU_CHUNK`] positions, and `micro_batch = 64` in [`TrainConfig`] makes training
-//! faster (ghost batch normalisation; see [`TrainConfig::micro_batch`]).
+//! [`infer::CPU_CHUNK`] positions; training runs the tower's 3 × 3 convolutions and its batch
+//! norms, forward and backward, on the same kernels ([`train_ops`], a burn backend extension
+//! that other devices run with burn's own operations); and `micro_batch = 64` in
+//! [`TrainConfig`] makes training faster (ghost batch normalisation; see
+//! [`TrainConfig::micro_batch`]).
 //!
 //! # Example
 //! ```
