@@ -1,15 +1,23 @@
-//! The board's 3 × 3 convolution as a burn operation with its own backward pass, so that
-//! training on the CPU runs it (forward, input gradient and weight gradient) through this
-//! crate's kernels ([`crate::kernels`]) instead of burn's im2col convolution.
+//! The tower's 3 × 3 convolution and its batch normalisation in training mode as burn
+//! operations with their own backward steps, so that training on the CPU runs them (forward and
+//! every gradient) through this crate's kernels ([`crate::kernels`]) instead of burn's im2col
+//! convolution and generic batch norm.
 //!
-//! [`board_conv3x3`] is what the model calls for every 3 × 3 convolution of the tower. It is a
-//! burn backend extension ([`BoardConv`]): on burn's CPU backend (`Flex`) the three computations
-//! are the kernels' (`board_conv3x3`, `board_conv3x3_input_grad`, `board_conv3x3_weight_grad`
-//! of [`crate::kernels`]); on the GPU backends they are burn's own `conv2d`,
-//! `conv2d_x_backward` and `conv2d_weight_backward`; under autodiff the operation records
-//! itself with a backward step that calls the inner backend's two gradients. The result is
-//! burn's `conv2d` with padding 1, stride 1, no bias, up to the rounding of another summation
-//! order (a test compares the values and both gradients with burn's within 1e-4).
+//! [`board_conv3x3`] is what the model calls for every 3 × 3 convolution of the tower, and
+//! [`board_batch_norm_train`] for every batch norm in training mode (`model::ConvBn`). Both are
+//! a burn backend extension ([`BoardOps`]):
+//! * on burn's CPU backend (`Flex`) they run the kernels (`board_conv3x3`,
+//!   `board_conv3x3_input_grad`, `board_conv3x3_weight_grad`, `batch_norm_train` and
+//!   `batch_norm_train_backward` of [`crate::kernels`]);
+//! * on the GPU backends, and for shapes the kernels do not take, they are burn's own `conv2d`,
+//!   `conv2d_x_backward`, `conv2d_weight_backward`, `batch_norm_train` and
+//!   `batch_norm_train_backward`;
+//! * under autodiff each records itself with a backward step that calls the inner backend's
+//!   gradients.
+//!
+//! The results are burn's (`conv2d` with padding 1, stride 1, no bias; `batch_norm_train`) up to
+//! the rounding of another summation order: the tests compare values and every gradient with
+//! burn's within 1e-4.
 
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -32,16 +40,16 @@ fn same() -> ConvOptions<2> {
     ConvOptions::new([1, 1], [1, 1], [1, 1], 1)
 }
 
-/// The 3 × 3 board convolution and its gradients, per backend (see the module documentation).
-/// The default bodies are burn's convolution with padding 1.
+/// The board's 3 × 3 convolution and batch norm with their gradients, per backend (see the
+/// module documentation). The default bodies are burn's operations.
 #[backend_extension(Flex, Autodiff, Cube: cfg(any(feature = "wgpu", feature = "cuda")))]
-pub trait BoardConv: Backend {
+pub trait BoardOps: Backend {
     /// `[B, in, H, W]` × `[out, in, 3, 3]` → `[B, out, H, W]`.
     fn board_conv3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
         Self::conv2d(x, weight, None, same())
     }
 
-    /// The gradient with respect to `x` of [`BoardConv::board_conv3x3`], given the output's.
+    /// The gradient with respect to `x` of [`BoardOps::board_conv3x3`], given the output's.
     fn board_conv3x3_x_backward(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
@@ -50,7 +58,7 @@ pub trait BoardConv: Backend {
         Self::conv2d_x_backward(x, weight, grad, same())
     }
 
-    /// The gradient with respect to `weight` of [`BoardConv::board_conv3x3`].
+    /// The gradient with respect to `weight` of [`BoardOps::board_conv3x3`].
     fn board_conv3x3_weight_backward(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
@@ -71,7 +79,7 @@ pub trait BoardConv: Backend {
         (r.output, r.mean, r.variance)
     }
 
-    /// The gradients of [`BoardConv::board_batch_norm_train`] with respect to `x`, `gamma` and
+    /// The gradients of [`BoardOps::board_batch_norm_train`] with respect to `x`, `gamma` and
     /// `beta`, given its output's gradient and its statistics.
     fn board_batch_norm_train_backward(
         x: FloatTensor<Self>,
@@ -87,15 +95,20 @@ pub trait BoardConv: Backend {
 }
 
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
-impl BoardConv for burn::backend::Cube {}
+impl BoardOps for burn::backend::Cube {}
+
+/// The shape of an `f32` tensor of rank 4, or `None` for another dtype or rank.
+fn dims4(t: &FlexTensor) -> Option<[usize; 4]> {
+    if t.dtype() != DType::F32 {
+        return None;
+    }
+    t.shape().as_slice().try_into().ok()
+}
 
 /// A contiguous `f32` view of a tensor of rank 4, with its shape, or `None` for another dtype
 /// or rank.
 fn host(t: &FlexTensor) -> Option<(std::borrow::Cow<'_, [f32]>, [usize; 4])> {
-    if t.dtype() != DType::F32 {
-        return None;
-    }
-    let dims: [usize; 4] = t.shape().as_slice().try_into().ok()?;
+    let dims = dims4(t)?;
     let data = match t.as_slice::<f32>() {
         Some(s) => std::borrow::Cow::Borrowed(s),
         None => std::borrow::Cow::Owned(t.to_contiguous().as_slice::<f32>()?.to_vec()),
@@ -134,7 +147,7 @@ fn flex1(data: Vec<f32>) -> FlexTensor {
     FlexTensor::from_data(TensorData::new(data, [n]))
 }
 
-impl BoardConv for Flex {
+impl BoardOps for Flex {
     fn board_conv3x3(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
         if let (Some((xs, xd)), Some((ws, wd))) = (host(&x), host(&weight))
             && on_board(xd, wd)
@@ -146,8 +159,7 @@ impl BoardConv for Flex {
     }
 
     fn board_conv3x3_x_backward(x: FlexTensor, weight: FlexTensor, grad: FlexTensor) -> FlexTensor {
-        if let (Some((_, xd)), Some((ws, wd)), Some((gs, gd))) =
-            (host(&x), host(&weight), host(&grad))
+        if let (Some(xd), Some((ws, wd)), Some((gs, gd))) = (dims4(&x), host(&weight), host(&grad))
             && on_board(xd, wd)
             && gd == [xd[0], wd[0], xd[2], xd[3]]
         {
@@ -162,8 +174,7 @@ impl BoardConv for Flex {
         weight: FlexTensor,
         grad: FlexTensor,
     ) -> FlexTensor {
-        if let (Some((xs, xd)), Some((_, wd)), Some((gs, gd))) =
-            (host(&x), host(&weight), host(&grad))
+        if let (Some((xs, xd)), Some(wd), Some((gs, gd))) = (host(&x), dims4(&weight), host(&grad))
             && on_board(xd, wd)
             && gd == [xd[0], wd[0], xd[2], xd[3]]
         {
@@ -213,11 +224,11 @@ impl BoardConv for Flex {
     }
 }
 
-/// The backward step of [`BoardConv::board_conv3x3`] under autodiff.
+/// The backward step of [`BoardOps::board_conv3x3`] under autodiff.
 #[derive(Debug)]
 struct BoardConvBackward;
 
-impl<B: Backend + BoardConv> Backward<B, 2> for BoardConvBackward {
+impl<B: Backend + BoardOps> Backward<B, 2> for BoardConvBackward {
     type State = (NodeId, NodeId);
 
     fn backward(
@@ -242,7 +253,7 @@ impl<B: Backend + BoardConv> Backward<B, 2> for BoardConvBackward {
     }
 }
 
-impl<B: Backend + BoardConv, C: CheckpointStrategy> BoardConv for Autodiff<B, C> {
+impl<B: Backend + BoardOps, C: CheckpointStrategy> BoardOps for Autodiff<B, C> {
     fn board_conv3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
         match BoardConvBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {
@@ -299,7 +310,7 @@ pub fn board_batch_norm_train(
     beta: Tensor<1>,
     epsilon: f64,
 ) -> (Tensor<4>, Tensor<1>, Tensor<1>) {
-    let (out, mean, var) = <Dispatch as BoardConv>::board_batch_norm_train(
+    let (out, mean, var) = <Dispatch as BoardOps>::board_batch_norm_train(
         x.into_dispatch(),
         gamma.into_dispatch(),
         beta.into_dispatch(),
@@ -308,12 +319,12 @@ pub fn board_batch_norm_train(
     (Tensor::from_dispatch(out), Tensor::from_dispatch(mean), Tensor::from_dispatch(var))
 }
 
-/// The backward step of [`BoardConv::board_batch_norm_train`] under autodiff: the input and
+/// The backward step of [`BoardOps::board_batch_norm_train`] under autodiff: the input and
 /// `gamma` are checkpointed, the statistics kept as the forward pass computed them.
 #[derive(Debug)]
 struct BatchNormBackward;
 
-impl<B: Backend + BoardConv> Backward<B, 3> for BatchNormBackward {
+impl<B: Backend + BoardOps> Backward<B, 3> for BatchNormBackward {
     type State = (NodeId, NodeId, B::FloatTensorPrimitive, B::FloatTensorPrimitive, f64);
 
     fn backward(
@@ -347,7 +358,7 @@ impl<B: Backend + BoardConv> Backward<B, 3> for BatchNormBackward {
 /// # Shapes
 /// `x`: `[B, in, 10, 9]`, `weight`: `[out, in, 3, 3]` → `[B, out, 10, 9]`.
 pub fn board_conv3x3(x: Tensor<4>, weight: Tensor<4>) -> Tensor<4> {
-    Tensor::from_dispatch(<Dispatch as BoardConv>::board_conv3x3(
+    Tensor::from_dispatch(<Dispatch as BoardOps>::board_conv3x3(
         x.into_dispatch(),
         weight.into_dispatch(),
     ))
