@@ -147,6 +147,18 @@ impl Packed {
 
     /// A convolution from its folded weights `[out, in, k, k]` (k = 1 or 3) and bias `[out]`.
     pub(crate) fn conv(weight: &[f32], bias: &[f32], shape: [usize; 4]) -> Packed {
+        let (lanes, registers) = simd_shape();
+        Packed::conv_with_shape(weight, bias, shape, lanes, registers)
+    }
+
+    /// [`Packed::conv`] for a SIMD width and register count.
+    fn conv_with_shape(
+        weight: &[f32],
+        bias: &[f32],
+        shape: [usize; 4],
+        lanes: usize,
+        registers: usize,
+    ) -> Packed {
         let [out, inp, kh, kw] = shape;
         debug_assert!(kh == kw && (kh == 1 || kh == 3));
         let mut m = vec![0.0; kh * kw * inp * out];
@@ -167,7 +179,7 @@ impl Packed {
                 dy * PAD_FILES as isize + dx
             })
             .collect();
-        Packed::new(taps, inp, out, &m, bias)
+        Packed::with_shape(taps, inp, out, &m, bias, lanes, registers)
     }
 
     /// A linear layer from its `[in, out]` weights and `[out]` bias.
@@ -902,7 +914,11 @@ pub(crate) fn board_conv3x3_weight_grad(
             })
             .unwrap_or_else(|| vec![0.0; size])
     };
-    // `acc[(dy · cout + o) · run_len + dx · cin + i]` → `[cout, cin, 3, 3]`.
+    weight_grad_from_runs(&acc, cin, cout, run_len)
+}
+
+/// `acc[(dy · cout + o) · run_len + dx · cin + i]` → `dW`, `[cout, cin, 3, 3]`.
+fn weight_grad_from_runs(acc: &[f32], cin: usize, cout: usize, run_len: usize) -> Vec<f32> {
     let mut dw = vec![0.0; cout * cin * 9];
     for dy in 0..3 {
         for o in 0..cout {
@@ -1350,6 +1366,151 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The training convolution, its input gradient and its weight gradient against their
+    /// definitions (in f64, zero outside the board), with the AVX-512 code, the AVX2 + FMA code
+    /// (16 registers: other tiles) and the scalar code, whichever this CPU can run: channel
+    /// counts with partial vectors, several strips and partial tiles.
+    #[test]
+    fn the_training_convolutions_compute_their_definitions_on_every_instruction_set() {
+        // `x[b, i, p + d_t]`, zero off the board.
+        fn at(x: &[f32], c: usize, b: usize, i: usize, rank: isize, file: isize) -> f64 {
+            if !(0..PLANE_RANKS as isize).contains(&rank)
+                || !(0..PLANE_FILES as isize).contains(&file)
+            {
+                return 0.0;
+            }
+            f64::from(x[(b * c + i) * PLANE_SIZE + rank as usize * PLANE_FILES + file as usize])
+        }
+        fn close(what: &str, got: &[f32], want: &[f64]) {
+            assert_eq!(got.len(), want.len(), "{what}");
+            for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
+                assert!(
+                    (f64::from(g) - w).abs() < 1e-4 * (1.0 + w.abs()),
+                    "{what}[{k}]: {g} vs {w}"
+                );
+            }
+        }
+        struct Check;
+        impl WithSimd for Check {
+            type Output = usize;
+            fn with_simd<S: Simd>(self, simd: S) -> usize {
+                let (lanes, registers) = (S::F32_LANES, S::REGISTER_COUNT);
+                for (n, cin, cout) in [(3, 5, 3), (2, 24, 24), (2, 23, 40), (1, 64, 70)] {
+                    let what = format!("{lanes} lanes, {n} × {cin} → {cout}");
+                    let x = noise(n * cin * PLANE_SIZE, 1);
+                    let w = noise(cout * cin * 9, 2);
+                    let g = noise(n * cout * PLANE_SIZE, 3);
+                    let mut scratch = ConvScratch::default();
+                    let conv = |x: &[f32],
+                                w: &[f32],
+                                cin: usize,
+                                cout: usize,
+                                s: &mut ConvScratch| {
+                        let shape = [cout, cin, 3, 3];
+                        let p =
+                            Packed::conv_with_shape(w, &vec![0.0; cout], shape, lanes, registers);
+                        let mut out = vec![f32::NAN; n * cout * PLANE_SIZE];
+                        ConvChunk { p: &p, x, out: &mut out, scratch: s }.with_simd(simd);
+                        out
+                    };
+                    // y[b, o, p] = Σ_i Σ_t W[o, i, t] · x[b, i, p + d_t].
+                    let mut want = vec![0.0; n * cout * PLANE_SIZE];
+                    // dW[o, i, t] = Σ_b Σ_p g[b, o, p] · x[b, i, p + d_t].
+                    let mut want_dw = vec![0.0; cout * cin * 9];
+                    for b in 0..n {
+                        for o in 0..cout {
+                            for sq in 0..PLANE_SIZE {
+                                let (r, f) =
+                                    ((sq / PLANE_FILES) as isize, (sq % PLANE_FILES) as isize);
+                                let go = f64::from(g[(b * cout + o) * PLANE_SIZE + sq]);
+                                for i in 0..cin {
+                                    for t in 0..9 {
+                                        let v = at(
+                                            &x,
+                                            cin,
+                                            b,
+                                            i,
+                                            r + t as isize / 3 - 1,
+                                            f + t as isize % 3 - 1,
+                                        );
+                                        want[(b * cout + o) * PLANE_SIZE + sq] +=
+                                            f64::from(w[(o * cin + i) * 9 + t]) * v;
+                                        want_dw[(o * cin + i) * 9 + t] += go * v;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    close(
+                        &format!("{what}: output"),
+                        &conv(&x, &w, cin, cout, &mut scratch),
+                        &want,
+                    );
+                    // dx[b, i, q] = Σ_o Σ_t W[o, i, t] · g[b, o, q − d_t].
+                    let mut want_dx = vec![0.0; n * cin * PLANE_SIZE];
+                    for b in 0..n {
+                        for i in 0..cin {
+                            for sq in 0..PLANE_SIZE {
+                                let (r, f) =
+                                    ((sq / PLANE_FILES) as isize, (sq % PLANE_FILES) as isize);
+                                for o in 0..cout {
+                                    for t in 0..9 {
+                                        let v = at(
+                                            &g,
+                                            cout,
+                                            b,
+                                            o,
+                                            r - (t as isize / 3 - 1),
+                                            f - (t as isize % 3 - 1),
+                                        );
+                                        want_dx[(b * cin + i) * PLANE_SIZE + sq] +=
+                                            f64::from(w[(o * cin + i) * 9 + t]) * v;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    let flipped = flipped_transpose(&w, cout, cin);
+                    close(
+                        &format!("{what}: input gradient"),
+                        &conv(&g, &flipped, cout, cin, &mut scratch),
+                        &want_dx,
+                    );
+                    let run_len = round_up(3 * cin, lanes);
+                    let mut acc = vec![0.0; 3 * cout * run_len];
+                    WeightGrad {
+                        x: &x,
+                        grad: &g,
+                        cin,
+                        cout,
+                        run_len,
+                        wide: registers >= 32 || lanes == 1,
+                        acc: &mut acc,
+                        scratch: &mut scratch,
+                    }
+                    .with_simd(simd);
+                    close(
+                        &format!("{what}: weight gradient"),
+                        &weight_grad_from_runs(&acc, cin, cout, run_len),
+                        &want_dw,
+                    );
+                }
+                lanes
+            }
+        }
+        let mut checked = vec![pulp::Scalar::new().vectorize(Check)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if let Some(v3) = pulp::x86::V3::try_new() {
+                checked.push(Simd::vectorize(v3, Check));
+            }
+            if let Some(v4) = pulp::x86::V4::try_new() {
+                checked.push(Simd::vectorize(v4, Check));
+            }
+        }
+        assert!(checked.contains(&1), "{checked:?}");
     }
 
     #[test]
