@@ -30,15 +30,16 @@
 //! The outputs equal burn's folded forward pass up to the rounding of a different summation
 //! order (tested within 1e-4 on random nets and real positions of both games).
 //!
-//! **Training.** [`board_conv3x3`] takes and returns burn's `[n, c, 10, 9]` layout: each chunk
+//! **Training.** `board_conv3x3` takes and returns burn's `[n, c, 10, 9]` layout: each chunk
 //! of positions is copied onto the padded channels-last board, run through the same kernel
 //! (no bias, no ReLU) and copied back. The input gradient is the same convolution of the output
 //! gradient with the flipped, transposed weights. The weight gradient is a matrix product whose
-//! long dimension is the board points: tiles of one tap's input channels by SIMD vectors of
-//! output channels, summed in registers over a chunk's points, the chunks' sums added at the
+//! long dimension is the board points: SIMD vectors along one kernel row's three taps of input
+//! channels (consecutive floats on the padded board) by tiles of output channels broadcast
+//! from the gradient, summed in registers over a chunk's points, the chunks' sums added at the
 //! end. Batch normalisation sums each board in `f32` lanes and the boards in `f64`. All of
-//! them equal burn's
-//! operations within 1e-4 (`train_ops`' tests).
+//! them equal burn's operations within 1e-4 (`train_ops`' tests), and the convolutions their
+//! definitions with every instruction set (this module's tests).
 
 use std::cell::RefCell;
 
@@ -717,8 +718,9 @@ fn tiles<S: Simd, const MR: usize, const NV: usize>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Training: the board's 3 × 3 convolution and its two gradients, on burn's `[n, c, 10, 9]`
-// layout, through the same register-tiled kernel.
+// Training: the board's 3 × 3 convolution and its two gradients, through the same
+// register-tiled kernel, and batch normalisation with its gradients; all on burn's
+// `[n, c, 10, 9]` layout.
 
 /// Positions in one parallel chunk of a training convolution.
 const TRAIN_CHUNK: usize = 16;
@@ -798,8 +800,8 @@ fn to_rows(planes: &[f32], c: usize, rows: &mut [f32], stride: usize) {
     }
 }
 
-/// The weights `[cout, cin, 3, 3]` of the convolution that computes the input gradient of the
-/// convolution with `weight`: `W'[i, o, y, x] = W[o, i, 2 − y, 2 − x]` (`[cin, cout, 3, 3]`).
+/// From the weights `W` (`[cout, cin, 3, 3]`) of a convolution, those of the convolution that
+/// computes its input gradient: `W'[i, o, y, x] = W[o, i, 2 − y, 2 − x]` (`[cin, cout, 3, 3]`).
 fn flipped_transpose(weight: &[f32], cout: usize, cin: usize) -> Vec<f32> {
     let mut w = vec![0.0; weight.len()];
     for o in 0..cout {
