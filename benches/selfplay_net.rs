@@ -10,7 +10,7 @@
 //!   batch size (no search, no encoding, no legal-move softmax).
 //!
 //! At the end it prints positions evaluated per second in self-play, raw positions per second at
-//! the same batch size, and their ratio (the issue's target: at least 0.85). Threads are the
+//! the same batch size, and their ratio (issue #25 asks for at least 0.9). Threads are the
 //! global rayon pool's and the pool's search threads (`selfplay.threads = 0`: one per core).
 //!
 //! Run: `cargo bench -p xiangqi-nn --bench selfplay_net`.
@@ -81,7 +81,11 @@ fn bench(c: &mut Criterion) {
         });
     });
 
-    let batch = median(runs.iter().map(|r| r.2).collect()).round().max(1.0) as usize;
+    let batch = if runs.is_empty() {
+        64
+    } else {
+        median(runs.iter().map(|r| r.2).collect()).round().max(1.0) as usize
+    };
     let planes = common::positions_for(folded.encoding(), batch, LENGTH_CAP as usize);
     group.throughput(Throughput::Elements(batch as u64));
     let mut raw = Vec::new();
@@ -96,6 +100,10 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
 
+    if runs.is_empty() || raw.is_empty() {
+        // A filter (`-- 64_games`) or `--profile-time` ran only one side: there is no ratio.
+        return;
+    }
     let evals = median(runs.iter().map(|r| r.0).collect());
     let sims = median(runs.iter().map(|r| r.1).collect());
     let raw = median(raw);

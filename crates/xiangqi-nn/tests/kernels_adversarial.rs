@@ -462,6 +462,18 @@ fn evaluator_switches_nets_and_batch_sizes() {
             assert!(evaluate(&mut ev, &gj[..n]).is_err());
         }
     }
+    // A batch of other games in the places of the last call's: the evaluator's reused input
+    // buffer must not let those games show through (what a fresh evaluator computes).
+    // Both encodings: the base planes, and those with the feature planes after them.
+    let with_features = xq.with_features(true).unwrap();
+    let af = trained(&NetConfig { input_features: true, ..NetConfig::new(1, 9) }, with_features, 2, 3);
+    for net in [a.clone(), af] {
+        let mut reused = xiangqi_nn::NnEvaluator::new(net.clone());
+        let _ = evaluate(&mut reused, &gx[..17]).unwrap();
+        let got = evaluate(&mut reused, &gx[13..30]).unwrap();
+        let fresh = evaluate(&mut xiangqi_nn::NnEvaluator::new(net), &gx[13..30]).unwrap();
+        assert_eq!(got, fresh, "a reused evaluator differs from a fresh one");
+    }
     ev.set_net(b.clone());
     backend.set_net(b.clone().with_path(InferencePath::Backend));
     for n in [2, 30, 1] {

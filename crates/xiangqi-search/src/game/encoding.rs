@@ -117,8 +117,9 @@ impl Encoding {
         self.planes * 90
     }
 
-    /// Writes the input planes of `game`'s current position into `out` (`input_size` floats):
-    /// the base planes, then the feature planes if the encoding takes them. `G` must be the
+    /// Writes the input planes of `game`'s current position into `out` (`input_size` floats,
+    /// every one of them written, so `out` need not be zeroed first): the base planes, then
+    /// the feature planes if the encoding takes them. `G` must be the
     /// encoding's game (the evaluator checks that before it encodes).
     ///
     /// # Panics
