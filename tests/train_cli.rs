@@ -1063,7 +1063,14 @@ fn hours_stops_the_run_on_time_with_a_checkpoint_that_resumes() {
     assert!(out.status.success(), "{log}");
     assert!(log.contains("time is up:"), "no time-up line:\n{log}");
     assert!(log.contains("time limit of this invocation was reached"), "{log}");
-    assert!(log.contains("to go on: xqz train --resume"), "{log}");
+    // The hint names the program as it was started (here the test's path to the binary), so
+    // that it can be typed as it is by a user who ran `cargo run` or `target/release/xqz`.
+    let hint = format!(
+        "to go on: {} train --resume --run-dir {}",
+        env!("CARGO_BIN_EXE_xqz"),
+        dir.display()
+    );
+    assert!(log.contains(&hint), "no '{hint}' in:\n{log}");
     // It stopped at the limit, not at the end of a budget: at least the limit, and within one
     // optimizer step or self-play move of it (generous for a loaded machine).
     assert!(took >= limit, "stopped after {took:.1} s, before the {limit} s limit:\n{log}");

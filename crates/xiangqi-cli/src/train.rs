@@ -378,7 +378,8 @@ fn report_end(
     }
     if reason == StopReason::Interrupted {
         errln!(
-            "to go on: xqz train --resume --run-dir {}{}",
+            "to go on: {} train --resume --run-dir {}{}",
+            this_program(),
             run_dir.display(),
             args.store.as_deref().map_or(String::new(), |s| format!(" --store {s}"))
         );
@@ -511,6 +512,18 @@ fn check_run_dir(dir: &Path, resume: bool) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The program as it was started (its first argument: `xqz` from the `PATH`, or a path such as
+/// `target/release/xqz` under `cargo run`), for commands this run tells the user to type next;
+/// `xqz` if the system gave none. Quoted when it holds whitespace.
+fn this_program() -> String {
+    let name = std::env::args_os()
+        .next()
+        .map(|a| a.to_string_lossy().into_owned())
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| "xqz".to_string());
+    if name.contains(char::is_whitespace) { format!("'{name}'") } else { name }
 }
 
 #[cfg(test)]

@@ -463,16 +463,23 @@ fn evaluator_switches_nets_and_batch_sizes() {
         }
     }
     // A batch of other games in the places of the last call's: the evaluator's reused input
-    // buffer must not let those games show through (what a fresh evaluator computes).
-    // Both encodings: the base planes, and those with the feature planes after them.
-    let with_features = xq.with_features(true).unwrap();
-    let af = trained(&NetConfig { input_features: true, ..NetConfig::new(1, 9) }, with_features, 2, 3);
-    for net in [a.clone(), af] {
+    // buffer must not let those games show through (what a fresh evaluator computes). Both
+    // games, each with the base planes and with the feature planes after them.
+    let features = NetConfig { input_features: true, ..NetConfig::new(1, 9) };
+    let xf = trained(&features, xq.with_features(true).unwrap(), 2, 3);
+    let jf = trained(&features, jg.with_features(true).unwrap(), 2, 4);
+    fn reuse_matches_fresh<G: GameEnv + Clone>(net: &InferenceNet, games: &[G]) {
         let mut reused = xiangqi_nn::NnEvaluator::new(net.clone());
-        let _ = evaluate(&mut reused, &gx[..17]).unwrap();
-        let got = evaluate(&mut reused, &gx[13..30]).unwrap();
-        let fresh = evaluate(&mut xiangqi_nn::NnEvaluator::new(net), &gx[13..30]).unwrap();
-        assert_eq!(got, fresh, "a reused evaluator differs from a fresh one");
+        let _ = evaluate(&mut reused, &games[..17]).unwrap();
+        let got = evaluate(&mut reused, &games[13..30]).unwrap();
+        let fresh = evaluate(&mut xiangqi_nn::NnEvaluator::new(net.clone()), &games[13..30]);
+        assert_eq!(got, fresh.unwrap(), "a reused evaluator differs from a fresh one");
+    }
+    for net in [&a, &xf] {
+        reuse_matches_fresh(net, &gx);
+    }
+    for net in [&b, &jf] {
+        reuse_matches_fresh(net, &gj);
     }
     ev.set_net(b.clone());
     backend.set_net(b.clone().with_path(InferencePath::Backend));
