@@ -1050,6 +1050,63 @@ fn a_flipped_byte_in_any_file_of_a_net_is_refused_naming_the_file() {
 /// checkpoint of the steps taken and a line that says why; the run resumes from there. A value
 /// that is not a positive number of hours is refused before anything is written.
 #[test]
+fn the_resume_hint_is_a_command_the_shell_runs_as_it_is() {
+    // The program started through a link whose name needs quoting, into a run directory whose
+    // name does too: the printed line, given to the shell, must name that link and directory.
+    let base = run_dir("hint");
+    let link_dir = base.join("bin dir");
+    fs::create_dir_all(&link_dir).unwrap();
+    let link = link_dir.join("xqz it's $1");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_xqz"), &link).unwrap();
+    let dir = base.join("run (1)");
+    let config = tiny_with("hint", &[("max_steps", "100000000"), ("arena_every", "0")]);
+    let out = Command::new(&link)
+        .args(["train", "--quiet", "--threads", "1", "--run-dir"])
+        .arg(&dir)
+        .args(["--config", config.to_str().unwrap(), "--hours", "0.0005"])
+        .output()
+        .expect("xqz runs through the link");
+    let log = stderr(&out);
+    assert!(out.status.success(), "{log}");
+    let line = log
+        .lines()
+        .find_map(|l| l.strip_prefix("to go on: "))
+        .unwrap_or_else(|| panic!("no 'to go on' line:\n{log}"));
+    let words = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {line}"))
+        .output()
+        .expect("sh runs");
+    assert!(words.status.success(), "the shell refused: {line}");
+    let words: Vec<String> =
+        String::from_utf8(words.stdout).unwrap().lines().map(str::to_string).collect();
+    let expected =
+        [link.to_str().unwrap(), "train", "--resume", "--run-dir", dir.to_str().unwrap()];
+    assert_eq!(words, expected, "the line: {line}");
+
+    // A launcher that passes a name which is no program (`exec -a`): the line names the
+    // running executable instead.
+    use std::os::unix::process::CommandExt;
+    let out = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .arg0("no such program")
+        .args(["train", "--quiet", "--threads", "1", "--resume", "--run-dir"])
+        .arg(&dir)
+        .args(["--config", config.to_str().unwrap(), "--hours", "0.0005"])
+        .output()
+        .expect("xqz runs");
+    let log = stderr(&out);
+    assert!(out.status.success(), "{log}");
+    let line = log.lines().find_map(|l| l.strip_prefix("to go on: ")).expect("a 'to go on' line");
+    let program = line.split(' ').next().unwrap();
+    assert_eq!(
+        fs::canonicalize(program).ok(),
+        fs::canonicalize(env!("CARGO_BIN_EXE_xqz")).ok(),
+        "the line: {line}"
+    );
+    let _ = fs::remove_dir_all(&base);
+}
+
+#[test]
 fn hours_stops_the_run_on_time_with_a_checkpoint_that_resumes() {
     let dir = run_dir("hours");
     // Budgets far beyond what 12 seconds buy: only --hours can stop it.

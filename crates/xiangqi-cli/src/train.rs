@@ -203,8 +203,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             )
             .context("publishing the run's config")?;
         errln!(
-            "store {location}: generation {} published; start workers with: xqz selfplay --store {location}",
-            training.iteration()
+            "store {location}: generation {} published; start workers with: {} selfplay --store {}",
+            training.iteration(),
+            this_program(),
+            shell_word(&location.to_string())
         );
     }
 
@@ -380,14 +382,16 @@ fn report_end(
         errln!(
             "to go on: {} train --resume --run-dir {}{}",
             this_program(),
-            run_dir.display(),
-            args.store.as_deref().map_or(String::new(), |s| format!(" --store {s}"))
+            shell_word(&run_dir.to_string_lossy()),
+            args.store.as_deref().map_or(String::new(), |s| format!(" --store {}", shell_word(s)))
         );
     }
     if let Some(s) = &args.store {
         errln!(
-            "the workers (xqz selfplay --store {s}) keep playing until you stop them; their \
-             newer shards wait in the store for a resumed run"
+            "the workers ({} selfplay --store {}) keep playing until you stop them; their \
+             newer shards wait in the store for a resumed run",
+            this_program(),
+            shell_word(s)
         );
     }
     if reason == StopReason::Budget {
@@ -514,21 +518,60 @@ fn check_run_dir(dir: &Path, resume: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The program as it was started (its first argument: `xqz` from the `PATH`, or a path such as
-/// `target/release/xqz` under `cargo run`), for commands this run tells the user to type next;
-/// `xqz` if the system gave none. Quoted when it holds whitespace.
+/// The program as it was started, for the commands this run tells the user to type next, as
+/// one shell word: its first argument where that names it (`xqz` found on the `PATH`, or a path
+/// such as `target/release/xqz` under `cargo run`), else the running executable's path (a
+/// launcher may pass any name), else `xqz`.
 fn this_program() -> String {
-    let name = std::env::args_os()
-        .next()
-        .map(|a| a.to_string_lossy().into_owned())
-        .filter(|a| !a.is_empty())
+    let named = std::env::args_os().next().and_then(|a| a.into_string().ok()).filter(|a| {
+        if a.is_empty() {
+            false
+        } else if a.contains('/') {
+            Path::new(a).is_file()
+        } else {
+            std::env::var_os("PATH")
+                .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(a).is_file()))
+        }
+    });
+    let program = named
+        .or_else(|| {
+            std::env::current_exe().ok().and_then(|p| p.into_os_string().into_string().ok())
+        })
         .unwrap_or_else(|| "xqz".to_string());
-    if name.contains(char::is_whitespace) { format!("'{name}'") } else { name }
+    shell_word(&program)
+}
+
+/// `word` quoted for a POSIX shell where it needs quoting (spaces, quotes, `$`, …), so that a
+/// printed command can be pasted as it is.
+fn shell_word(word: &str) -> String {
+    // The only error is a NUL byte, which no path or argument can hold.
+    shlex::try_quote(word).map_or_else(|_| word.to_string(), |w| w.into_owned())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the system's shell makes of `line`: its words, one per line of `printf`.
+    fn shell_words(line: &str) -> Vec<String> {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf '%s\\n' {line}"))
+            .output()
+            .expect("sh runs");
+        assert!(out.status.success(), "sh refused {line}: {:?}", out);
+        String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn shell_words_reach_the_shell_as_they_are() {
+        let words =
+            ["xqz", "runs/cpu", "a b", "it's", "x$1", "xqz(2)", "dir/with space/'q'", "*", "~", ""];
+        let line: Vec<String> = words.iter().map(|w| shell_word(w)).collect();
+        assert_eq!(shell_words(&line.join(" ")), words, "{line:?}");
+        // Plain paths stay as they are.
+        assert_eq!(shell_word("target/release/xqz"), "target/release/xqz");
+    }
 
     #[test]
     fn the_metrics_header_names_every_ending_in_order() {
