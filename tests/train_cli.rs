@@ -1046,9 +1046,36 @@ fn a_flipped_byte_in_any_file_of_a_net_is_refused_naming_the_file() {
     let _ = fs::remove_dir_all(&dir);
 }
 
-/// `--hours H` stops a run that would go on by itself after H hours of wall time, with a
-/// checkpoint of the steps taken and a line that says why; the run resumes from there. A value
-/// that is not a positive number of hours is refused before anything is written.
+/// Runs `xqz train` (started as `command`, which names the program) on `dir` with `config`
+/// until a 1.8-second `--hours` limit, and returns its "to go on" line without that prefix.
+fn resume_hint(mut command: Command, dir: &Path, config: &Path, extra: &[&str]) -> String {
+    let out = command
+        .args(["train", "--quiet", "--threads", "1", "--run-dir"])
+        .arg(dir)
+        .arg("--config")
+        .arg(config)
+        .args(["--hours", "0.0005"])
+        .args(extra)
+        .output()
+        .expect("xqz runs");
+    let log = stderr(&out);
+    assert!(out.status.success(), "{log}");
+    log.lines()
+        .find_map(|l| l.strip_prefix("to go on: "))
+        .unwrap_or_else(|| panic!("no 'to go on' line:\n{log}"))
+        .to_string()
+}
+
+/// What the system's shell makes of `line`: its words.
+fn shell_words(line: &str) -> Vec<String> {
+    let words =
+        Command::new("sh").arg("-c").arg(format!("printf '%s\\n' {line}")).output().unwrap();
+    assert!(words.status.success(), "the shell refused: {line}");
+    String::from_utf8(words.stdout).unwrap().lines().map(str::to_string).collect()
+}
+
+/// The line `xqz train` prints to resume a stopped run, given to the shell, runs it: the
+/// program as it was started and the run directory, quoted where they need it.
 #[test]
 fn the_resume_hint_is_a_command_the_shell_runs_as_it_is() {
     // The program started through a link whose name needs quoting, into a run directory whose
@@ -1060,44 +1087,18 @@ fn the_resume_hint_is_a_command_the_shell_runs_as_it_is() {
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_xqz"), &link).unwrap();
     let dir = base.join("run (1)");
     let config = tiny_with("hint", &[("max_steps", "100000000"), ("arena_every", "0")]);
-    let out = Command::new(&link)
-        .args(["train", "--quiet", "--threads", "1", "--run-dir"])
-        .arg(&dir)
-        .args(["--config", config.to_str().unwrap(), "--hours", "0.0005"])
-        .output()
-        .expect("xqz runs through the link");
-    let log = stderr(&out);
-    assert!(out.status.success(), "{log}");
-    let line = log
-        .lines()
-        .find_map(|l| l.strip_prefix("to go on: "))
-        .unwrap_or_else(|| panic!("no 'to go on' line:\n{log}"));
-    let words = Command::new("sh")
-        .arg("-c")
-        .arg(format!("printf '%s\\n' {line}"))
-        .output()
-        .expect("sh runs");
-    assert!(words.status.success(), "the shell refused: {line}");
-    let words: Vec<String> =
-        String::from_utf8(words.stdout).unwrap().lines().map(str::to_string).collect();
+    let line = resume_hint(Command::new(&link), &dir, &config, &[]);
     let expected =
         [link.to_str().unwrap(), "train", "--resume", "--run-dir", dir.to_str().unwrap()];
-    assert_eq!(words, expected, "the line: {line}");
+    assert_eq!(shell_words(&line), expected, "the line: {line}");
 
     // A launcher that passes a name which is no program (`exec -a`): the line names the
     // running executable instead.
     use std::os::unix::process::CommandExt;
-    let out = Command::new(env!("CARGO_BIN_EXE_xqz"))
-        .arg0("no such program")
-        .args(["train", "--quiet", "--threads", "1", "--resume", "--run-dir"])
-        .arg(&dir)
-        .args(["--config", config.to_str().unwrap(), "--hours", "0.0005"])
-        .output()
-        .expect("xqz runs");
-    let log = stderr(&out);
-    assert!(out.status.success(), "{log}");
-    let line = log.lines().find_map(|l| l.strip_prefix("to go on: ")).expect("a 'to go on' line");
-    let program = line.split(' ').next().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_xqz"));
+    command.arg0("no such program");
+    let line = resume_hint(command, &dir, &config, &["--resume"]);
+    let program = shell_words(&line).remove(0);
     assert_eq!(
         fs::canonicalize(program).ok(),
         fs::canonicalize(env!("CARGO_BIN_EXE_xqz")).ok(),
@@ -1106,6 +1107,9 @@ fn the_resume_hint_is_a_command_the_shell_runs_as_it_is() {
     let _ = fs::remove_dir_all(&base);
 }
 
+/// `--hours H` stops a run that would go on by itself after H hours of wall time, with a
+/// checkpoint of the steps taken and a line that says why; the run resumes from there. A value
+/// that is not a positive number of hours is refused before anything is written.
 #[test]
 fn hours_stops_the_run_on_time_with_a_checkpoint_that_resumes() {
     let dir = run_dir("hours");
