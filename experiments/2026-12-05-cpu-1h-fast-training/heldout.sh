@@ -17,5 +17,5 @@ $X tactics --player greedy $T --out $OUT/greedy.tsv > $OUT/greedy.txt 2>&1 &
 $X tactics --player uci:/usr/games/fairy-stockfish --option UCI_Variant=xiangqi --ranks 1 --nodes 10000 $T \
   --out $OUT/fsf-10000.tsv > $OUT/fsf-10000.txt 2>&1
 wait
-python3 $D/../2026-12-05-cpu-1h-current/tactics/compare.py $OUT/fsf-10000.tsv $OUT/new-seed1.tsv \
-  $OUT/new-seed2.tsv $OUT/old-seed1.tsv $OUT/old-seed2.tsv $OUT/greedy.tsv > $OUT/compare.txt
+cd $OUT && python3 $D/../2026-12-05-cpu-1h-current/tactics/compare.py fsf-10000.tsv new-seed1.tsv \
+  new-seed2.tsv old-seed1.tsv old-seed2.tsv greedy.tsv > compare.txt
