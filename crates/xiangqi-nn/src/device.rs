@@ -192,6 +192,12 @@ impl DeviceSpec {
     ///
     /// # Errors
     /// As [`DeviceSpec::device`].
+    // Built without a GPU backend, every device but the CPU is an error, so what follows the
+    // match cannot be reached.
+    #[cfg_attr(
+        not(any(feature = "wgpu", feature = "cuda")),
+        expect(unreachable_code, unused_variables)
+    )]
     pub fn open(self) -> Result<(Device, Option<Adapter>), DeviceError> {
         #[cfg_attr(not(feature = "wgpu"), expect(unused_mut))]
         let mut adapter = None;
