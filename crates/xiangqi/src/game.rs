@@ -231,7 +231,7 @@ pub enum GameError {
 ///
 /// `Game` owns the history and alone judges repetition, perpetual check and chase, and the move
 /// limits; [`Position`] knows nothing of them.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Game {
     rules: RuleSet,
     start: Position,
@@ -240,6 +240,29 @@ pub struct Game {
     /// `keys[i]` is the Zobrist key after `i` moves; `keys[0]` is the start position's.
     keys: Vec<u64>,
     outcome: Option<Outcome>,
+}
+
+/// A clone keeps room for one more move in its history: a search clones a node's game to play
+/// one move on it, and `Vec::clone` allocates exactly, so the push would reallocate and copy
+/// both histories again.
+impl Clone for Game {
+    fn clone(&self) -> Game {
+        Game {
+            rules: self.rules,
+            start: self.start,
+            position: self.position,
+            moves: with_room(&self.moves),
+            keys: with_room(&self.keys),
+            outcome: self.outcome,
+        }
+    }
+}
+
+/// A copy of `v` with capacity for one more element.
+pub(crate) fn with_room<T: Copy>(v: &[T]) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.len() + 1);
+    out.extend_from_slice(v);
+    out
 }
 
 impl Game {
@@ -355,9 +378,12 @@ impl Game {
             return true;
         }
         // Only a repetition can still decide for the mover (the other verdicts are draws), and
-        // only a position seen since the last capture can repeat.
-        let window = (next.halfmove_clock() as usize).min(self.keys.len());
-        if !self.keys[self.keys.len() - window..].contains(&next.key()) {
+        // only a position seen since the last capture, with the same side to move, can repeat:
+        // the positions two, four, ... plies before the one after `m`.
+        let n = self.keys.len();
+        let window = (next.halfmove_clock() as usize).min(n);
+        let key = next.key();
+        if !self.keys[n - window..].iter().rev().skip(1).step_by(2).any(|&k| k == key) {
             return false;
         }
         let mut game = self.clone();

@@ -22,7 +22,7 @@ pub const NO_CAPTURE_LIMIT: u32 = 200;
 /// [`Outcome::Win`] with [`OutcomeReason::Checkmate`] (winner [`super::CHO`] = `Color::Red`,
 /// `1-0`, or [`super::HAN`] = `Color::Black`, `0-1`) or a [`Outcome::Draw`] with
 /// [`OutcomeReason::NoCaptureLimit`]; self-play may also end a game with [`Game::set_outcome`].
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Game {
     start: Position,
     position: Position,
@@ -30,6 +30,19 @@ pub struct Game {
     /// `keys[i]` is the Zobrist key after `i` moves; `keys[0]` is the start position's.
     keys: Vec<u64>,
     outcome: Option<Outcome>,
+}
+
+/// A clone keeps room for one more move in its history, as [`crate::Game`]'s does.
+impl Clone for Game {
+    fn clone(&self) -> Game {
+        Game {
+            start: self.start,
+            position: self.position,
+            moves: crate::game::with_room(&self.moves),
+            keys: crate::game::with_room(&self.keys),
+            outcome: self.outcome,
+        }
+    }
 }
 
 impl Game {
