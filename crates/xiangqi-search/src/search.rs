@@ -8,7 +8,8 @@
 //!     │                                      ├─ rules say terminal ─▶ back up the rules' value
 //!     │                                      └─ else pending: virtual loss on the path,
 //!     │                                         wait for the evaluator (batched)
-//!     └─ (terminal node) ─▶ back up its value again
+//!     ├─ (terminal node) ─▶ back up its value again
+//!     └─ (kept evaluated node, no visits yet) ─▶ back up its kept value (no evaluation)
 //!   apply(evaluation) ──▶ priors on the leaf's edges, back up the value along the path
 //! ```
 //!
@@ -75,7 +76,8 @@ struct PendingLeaf {
 enum Descent {
     /// A new leaf waits for the evaluator.
     Leaf,
-    /// A terminal node was reached and its value backed up at once.
+    /// A terminal node, or a kept evaluation ([`Tree::forget_visits`]), was reached and its
+    /// value backed up at once.
     Terminal,
     /// The descent met a leaf already waiting for its evaluation.
     Collision,
@@ -194,7 +196,9 @@ impl<G: SearchGame> Search<G> {
 
     /// Starts a search of `simulations` simulations from the root; with `noise`, Dirichlet noise
     /// (PUCT, when `dirichlet_epsilon > 0`) or Gumbel noise (Gumbel) is drawn from `rng`.
-    /// Visits already in a reused tree stay; `simulations` more are added.
+    /// PUCT keeps the visits already in a reused tree and adds `simulations` more; Gumbel
+    /// starts from zero visits (sequential halving counts them) but keeps the tree's evaluations
+    /// ([`Tree::forget_visits`]).
     ///
     /// # Panics
     /// If the root is terminal, a leaf of an earlier search is still pending, or
@@ -204,8 +208,8 @@ impl<G: SearchGame> Search<G> {
         assert!(self.pending.is_empty(), "Search::start with leaves pending");
         assert!(simulations > 0, "Search::start with no simulations");
         if self.config.algorithm == Algorithm::Gumbel && self.tree.len() > 1 {
-            // Sequential halving counts visits from zero: keep only the evaluated root.
-            self.tree.prune_to_root();
+            // Sequential halving counts visits from zero; the evaluations stay.
+            self.tree.forget_visits();
         }
         if self.root_noised {
             // A second search from the same root: start again from the evaluator's priors.
@@ -474,8 +478,14 @@ impl<G: SearchGame> Search<G> {
         result.best
     }
 
-    /// Plays `mv` at the root. With tree reuse (PUCT and `reuse_tree`) the subtree under `mv`
-    /// becomes the new tree; otherwise the tree starts afresh from the new state.
+    /// Plays `mv` at the root. The subtree under `mv` becomes the new tree when `mv`'s node was
+    /// evaluated (otherwise the tree starts afresh from the new state). With tree reuse (PUCT
+    /// and `reuse_tree`) it keeps its statistics. Otherwise only its evaluations stay
+    /// ([`Tree::forget_visits`]): the next search starts from zero visits, but a position the
+    /// last search evaluated is not sent to the evaluator again. The evaluator would give the
+    /// same answer for the same game, so the search is the one a fresh tree would give (with one
+    /// leaf per descent; with a virtual-loss batch, a kept node's value is backed up at once,
+    /// as a terminal node's is, where a new leaf would wait for its batch).
     ///
     /// # Panics
     /// If `mv` is not a legal move at the root, the root is terminal, or leaves are pending.
@@ -488,12 +498,14 @@ impl<G: SearchGame> Search<G> {
             .unwrap_or_else(|| panic!("Search::advance: {mv:?} is not a root move"));
         let child = self.tree.children[e];
         let reuse = self.config.reuse_tree && self.config.algorithm == Algorithm::Puct;
-        if reuse
-            && !child.is_none()
+        if !child.is_none()
             && self.tree.status(child) == NodeStatus::Expanded
             && self.tree.nodes[child.index()].in_flight == 0
         {
             self.tree.retain_subtree(child);
+            if !reuse {
+                self.tree.forget_visits();
+            }
         } else {
             let mut game = self.tree.games[0].take().expect("non-terminal root has its state");
             game.play(mv);
@@ -620,6 +632,12 @@ impl<G: SearchGame> Search<G> {
                     return Descent::Terminal;
                 }
                 NodeStatus::Pending => return Descent::Collision,
+                NodeStatus::Expanded if n.visits == 0 && n.in_flight == 0 => {
+                    // A kept evaluation (the root always has a visit): its first visit, as if
+                    // the evaluator had just answered.
+                    backup(&mut self.tree.nodes, &self.path, n.value, n.draw, false);
+                    return Descent::Terminal;
+                }
                 NodeStatus::Expanded => {}
             }
             let e = self.select(node, &n);

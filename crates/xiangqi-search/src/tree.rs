@@ -26,6 +26,8 @@
 //!   never a replay from the root; terminal nodes keep only their value.
 //! * No `Rc<RefCell>`, no `unsafe`: links are indices. Tree reuse copies the kept subtree into
 //!   fresh arrays ([`Tree::retain_subtree`]).
+//! * An expanded node with no visits is a **kept evaluation** ([`Tree::forget_visits`]): a new
+//!   search's first visit there backs up its `value` without asking the evaluator.
 
 use crate::game::SearchGame;
 
@@ -237,6 +239,36 @@ impl<G: SearchGame> Tree<G> {
             root.draw_sum = 0.0;
         }
         self.nodes[0] = root;
+    }
+
+    /// Clears the statistics of every node (visits, value and draw sums) but keeps the nodes:
+    /// their moves, priors, values, draw probabilities and states. A search then visits the tree
+    /// afresh, and the first visit of a kept evaluated node backs up its kept evaluation instead
+    /// of asking the evaluator again, as a transposition cache would (Leela Chess Zero's and
+    /// KataGo's neural-net caches serve the same purpose). An evaluated root keeps one visit,
+    /// its own evaluation. A tree with a leaf still waiting for its evaluation is pruned to its
+    /// root instead ([`Tree::prune_to_root`]), since a waiting leaf cannot be revisited.
+    pub fn forget_visits(&mut self) {
+        if self.nodes.iter().skip(1).any(|n| n.status == NodeStatus::Pending || n.in_flight > 0) {
+            self.prune_to_root();
+            return;
+        }
+        for n in &mut self.nodes[1..] {
+            n.visits = 0;
+            n.value_sum = 0.0;
+            n.draw_sum = 0.0;
+        }
+        let root = &mut self.nodes[0];
+        root.in_flight = 0;
+        if root.status == NodeStatus::Expanded {
+            root.visits = 1;
+            root.value_sum = -root.value;
+            root.draw_sum = root.draw;
+        } else {
+            root.visits = 0;
+            root.value_sum = 0.0;
+            root.draw_sum = 0.0;
+        }
     }
 
     /// Number of nodes.

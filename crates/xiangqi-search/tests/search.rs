@@ -375,3 +375,105 @@ fn draw_probabilities_are_backed_up_beside_the_values() {
     assert!(mates_seen >= 1);
     assert!(tree.draw_rate(NodeId::ROOT).unwrap() < 0.29);
 }
+
+/// Peaked priors that differ by move, as a trained net's do (so that searches of the same
+/// position share their likely lines), and a value that differs by position, so that a kept
+/// evaluation of the wrong node would change the search.
+fn peaked(g: &Game, moves: &[Move], priors: &mut [f32]) -> f32 {
+    for (p, m) in priors.iter_mut().zip(moves) {
+        *p = (1.5 * ((m.to().index() + m.from().index()) % 7) as f32).exp();
+    }
+    let sum: f32 = priors.iter().sum();
+    priors.iter_mut().for_each(|p| *p /= sum);
+    (g.position().key() % 1000) as f32 / 1000.0 - 0.5
+}
+
+/// Runs a search of `sims` simulations with [`peaked`], returning its result and the games it
+/// evaluated (by their moves from the start).
+fn searched(
+    s: &mut Search<Game>,
+    sims: u32,
+    seed: u64,
+) -> (xiangqi_search::SearchResult<Move>, Vec<Vec<Move>>) {
+    let mut seen = Vec::new();
+    let mut evaluator = ScriptedEvaluator::new(|g: &Game, m: &[Move], p: &mut [f32]| {
+        seen.push(g.moves().to_vec());
+        peaked(g, m, p)
+    });
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let r = s.run(sims, true, &mut rng, &mut evaluator, &mut EvalBuffer::new()).unwrap();
+    drop(evaluator);
+    (r, seen)
+}
+
+/// Without tree reuse (Gumbel, or PUCT with `reuse_tree = false`), `advance` keeps the
+/// evaluations of the subtree under the move played: the next search sends none of those
+/// positions to the evaluator again, and, with one leaf per descent and an evaluator that gives
+/// the same answer for the same game, it is the same search as a fresh one with the same seed.
+#[test]
+fn advance_keeps_the_subtrees_evaluations() {
+    for algorithm in [Algorithm::Gumbel, Algorithm::Puct] {
+        let config = Checked::new(SearchConfig {
+            algorithm,
+            reuse_tree: false,
+            virtual_loss_batch: 1,
+            ..SearchConfig::default()
+        })
+        .unwrap();
+        let mut s = Search::new(game(xiangqi::START_FEN), config.clone());
+        let (r, first) = searched(&mut s, 64, 1);
+        let kept: Vec<&Vec<Move>> = first.iter().filter(|m| m.first() == Some(&r.best)).collect();
+        assert!(kept.len() >= 3, "{algorithm:?}: the test needs a subtree, got {}", kept.len());
+        s.advance(r.best);
+        assert_eq!(s.game().moves(), &[r.best], "{algorithm:?}");
+        assert_eq!(s.tree().status(NodeId::ROOT), xiangqi_search::NodeStatus::Expanded);
+        assert_eq!(s.tree().visits(NodeId::ROOT), 1, "{algorithm:?}: only its own evaluation");
+        assert_eq!(s.tree().len(), kept.len(), "{algorithm:?}: the evaluated subtree is kept");
+
+        let mut after = game(xiangqi::START_FEN);
+        after.play(r.best).unwrap();
+        let mut fresh = Search::new(after, config.clone());
+        let (want, fresh_seen) = searched(&mut fresh, 48, 2);
+        let (got, got_seen) = searched(&mut s, 48, 2);
+        let revisited = fresh_seen.iter().filter(|m| kept.contains(m)).count();
+        assert!(
+            revisited >= 2,
+            "{algorithm:?}: a fresh search evaluates kept positions again ({revisited} of {})",
+            kept.len()
+        );
+        assert!(
+            !got_seen.iter().any(|m| kept.contains(&m)),
+            "{algorithm:?}: a kept position was evaluated again"
+        );
+        assert_eq!(got_seen.len(), fresh_seen.len() - revisited, "{algorithm:?}");
+        assert_eq!(got.moves, want.moves, "{algorithm:?}");
+        assert_eq!(got.visits, want.visits, "{algorithm:?}");
+        assert_eq!(got.policy, want.policy, "{algorithm:?}");
+        assert_eq!(got.best, want.best, "{algorithm:?}");
+        assert_eq!(got.root_value, want.root_value, "{algorithm:?}");
+        assert_eq!(got.improved_value, want.improved_value, "{algorithm:?}");
+    }
+}
+
+/// A second Gumbel search from the same root (the UCI engine searches in chunks) counts its
+/// visits from zero but sends nothing the first one evaluated to the evaluator again.
+#[test]
+fn a_second_gumbel_search_of_the_root_keeps_the_evaluations() {
+    let config = Checked::new(SearchConfig {
+        algorithm: Algorithm::Gumbel,
+        virtual_loss_batch: 1,
+        ..SearchConfig::default()
+    })
+    .unwrap();
+    let mut s = Search::new(game(xiangqi::START_FEN), config.clone());
+    let (_, first) = searched(&mut s, 48, 1);
+    assert_eq!(first.len(), 49, "the root and one leaf a simulation");
+    let (again, second) = searched(&mut s, 48, 2);
+    assert_eq!(again.visits.iter().sum::<u32>(), 48, "sequential halving counts from zero");
+    assert!(!second.iter().any(|m| first.contains(m)), "an evaluated position was sent again");
+    let (want, fresh) = searched(&mut Search::new(game(xiangqi::START_FEN), config), 48, 2);
+    let revisited = fresh.iter().filter(|m| first.contains(m)).count();
+    assert!(revisited >= 5, "a fresh search would evaluate {revisited} of them again");
+    assert_eq!(second.len(), fresh.len() - revisited);
+    assert_eq!(again, want);
+}
