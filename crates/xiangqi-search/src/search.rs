@@ -9,7 +9,8 @@
 //!     │                                      └─ else pending: virtual loss on the path,
 //!     │                                         wait for the evaluator (batched)
 //!     ├─ (terminal node) ─▶ back up its value again
-//!     └─ (kept evaluated node, no visits yet) ─▶ back up its kept value (no evaluation)
+//!     └─ (kept evaluated node, no visits yet) ─▶ virtual loss on the path; at apply, back up
+//!                                                 its kept value (no evaluation asked)
 //!   apply(evaluation) ──▶ priors on the leaf's edges, back up the value along the path
 //! ```
 //!
@@ -70,14 +71,16 @@ struct PendingLeaf {
     node: NodeId,
     path_start: u32,
     path_len: u32,
+    /// The node holds a kept evaluation ([`Tree::forget_visits`]): nothing is asked of the
+    /// evaluator, and [`Search::apply`] backs up the kept value.
+    kept: bool,
 }
 
 /// How one descent ended.
 enum Descent {
     /// A new leaf waits for the evaluator.
     Leaf,
-    /// A terminal node, or a kept evaluation ([`Tree::forget_visits`]), was reached and its
-    /// value backed up at once.
+    /// A terminal node was reached and its value backed up at once.
     Terminal,
     /// The descent met a leaf already waiting for its evaluation.
     Collision,
@@ -270,7 +273,7 @@ impl<G: SearchGame> Search<G> {
                 self.root_requested = true;
                 self.path.clear();
                 self.path.push(NodeId::ROOT);
-                self.push_pending(NodeId::ROOT);
+                self.push_pending(NodeId::ROOT, false);
                 return 1;
             }
             NodeStatus::Expanded => {}
@@ -289,51 +292,58 @@ impl<G: SearchGame> Search<G> {
         added
     }
 
-    /// Number of leaves waiting for an evaluation.
+    /// Number of leaves waiting for [`Search::apply`]: those that ask the evaluator (see
+    /// [`Search::requests`]) and those whose kept evaluation is backed up there.
     pub fn num_pending(&self) -> usize {
         self.pending.len()
     }
 
     /// The leaves waiting for an evaluation, in the order [`Search::apply`] expects, appended
-    /// to `out`.
+    /// to `out`; none when every waiting leaf holds a kept evaluation.
     pub fn requests<'a>(&'a self, out: &mut Vec<EvalRequest<'a, G>>) {
-        for p in &self.pending {
+        for p in self.pending.iter().filter(|p| !p.kept) {
             let game = self.tree.game(p.node).expect("pending nodes keep their state");
             out.push(EvalRequest { game, moves: self.tree.moves(p.node) });
         }
     }
 
-    /// Applies evaluations `evals[first..first + num_pending()]` to the pending leaves (in the
-    /// order of [`Search::requests`]) and backs their values up. Returns how many were used.
+    /// Applies evaluations `evals[first..]`, one for each leaf that asked for one (in the order
+    /// of [`Search::requests`]), and backs every waiting leaf's value up (a kept evaluation's
+    /// own). Returns how many evaluations were used.
     ///
     /// # Panics
-    /// If `evals` has fewer than `first + num_pending()` entries, or an entry's prior length
-    /// differs from its leaf's move count.
+    /// If `evals` has fewer entries than `first` plus the leaves that asked, or an entry's prior
+    /// length differs from its leaf's move count.
     pub fn apply(&mut self, evals: &EvalBuffer, first: usize) -> usize {
         let pending = std::mem::take(&mut self.pending);
-        for (i, leaf) in pending.iter().enumerate() {
-            let priors = evals.priors(first + i);
-            let value = evals.value(first + i);
-            let draw = evals.draw(first + i);
-            let node = self.tree.nodes[leaf.node.index()];
-            let range = node.edges();
-            assert_eq!(priors.len(), range.len(), "prior length differs from the move count");
-            let dst = &mut self.tree.priors[range];
-            dst.copy_from_slice(priors);
-            normalize(dst);
-            let n = &mut self.tree.nodes[leaf.node.index()];
-            n.status = NodeStatus::Expanded;
-            n.value = value;
-            n.draw = draw;
+        let mut used = 0;
+        for leaf in &pending {
             let path = &self.pending_paths
                 [leaf.path_start as usize..(leaf.path_start + leaf.path_len) as usize];
-            backup(&mut self.tree.nodes, path, value, draw, true);
+            if leaf.kept {
+                let n = self.tree.nodes[leaf.node.index()];
+                backup(&mut self.tree.nodes, path, n.value, n.draw, true);
+            } else {
+                let priors = evals.priors(first + used);
+                let value = evals.value(first + used);
+                let draw = evals.draw(first + used);
+                used += 1;
+                let range = self.tree.nodes[leaf.node.index()].edges();
+                assert_eq!(priors.len(), range.len(), "prior length differs from the move count");
+                let dst = &mut self.tree.priors[range];
+                dst.copy_from_slice(priors);
+                normalize(dst);
+                let n = &mut self.tree.nodes[leaf.node.index()];
+                n.status = NodeStatus::Expanded;
+                n.value = value;
+                n.draw = draw;
+                backup(&mut self.tree.nodes, path, value, draw, true);
+            }
             if leaf.node != NodeId::ROOT {
                 self.completed += 1;
                 self.in_flight_sims -= 1;
             }
         }
-        let used = pending.len();
         self.pending = pending;
         self.pending.clear();
         self.pending_paths.clear();
@@ -483,9 +493,8 @@ impl<G: SearchGame> Search<G> {
     /// and `reuse_tree`) it keeps its statistics. Otherwise only its evaluations stay
     /// ([`Tree::forget_visits`]): the next search starts from zero visits, but a position the
     /// last search evaluated is not sent to the evaluator again. The evaluator would give the
-    /// same answer for the same game, so the search is the one a fresh tree would give (with one
-    /// leaf per descent; with a virtual-loss batch, a kept node's value is backed up at once,
-    /// as a terminal node's is, where a new leaf would wait for its batch).
+    /// same answer for the same game, so the search is the one a fresh tree would give: a kept
+    /// node's first visit waits for its batch, under virtual loss, as a new leaf would.
     ///
     /// # Panics
     /// If `mv` is not a legal move at the root, the root is terminal, or leaves are pending.
@@ -562,7 +571,7 @@ impl<G: SearchGame> Search<G> {
         })
     }
 
-    fn push_pending(&mut self, node: NodeId) {
+    fn push_pending(&mut self, node: NodeId, kept: bool) {
         let start = self.pending_paths.len() as u32;
         for &id in &self.path {
             self.tree.nodes[id.index()].in_flight += 1;
@@ -572,6 +581,7 @@ impl<G: SearchGame> Search<G> {
             node,
             path_start: start,
             path_len: self.path.len() as u32,
+            kept,
         });
     }
 
@@ -632,11 +642,15 @@ impl<G: SearchGame> Search<G> {
                     return Descent::Terminal;
                 }
                 NodeStatus::Pending => return Descent::Collision,
-                NodeStatus::Expanded if n.visits == 0 && n.in_flight == 0 => {
-                    // A kept evaluation (the root always has a visit): its first visit, as if
-                    // the evaluator had just answered.
-                    backup(&mut self.tree.nodes, &self.path, n.value, n.draw, false);
-                    return Descent::Terminal;
+                NodeStatus::Expanded if n.visits == 0 => {
+                    // A kept evaluation (an evaluated root always has a visit). It waits for
+                    // the batch as a new leaf would, so that the search is the one a fresh tree
+                    // gives, but asks nothing of the evaluator.
+                    if n.in_flight > 0 {
+                        return Descent::Collision;
+                    }
+                    self.push_pending(node, true);
+                    return Descent::Leaf;
                 }
                 NodeStatus::Expanded => {}
             }
@@ -660,7 +674,7 @@ impl<G: SearchGame> Search<G> {
                 backup(&mut self.tree.nodes, &self.path, c.value, c.draw, false);
                 return Descent::Terminal;
             }
-            self.push_pending(child);
+            self.push_pending(child, false);
             return Descent::Leaf;
         }
     }

@@ -408,27 +408,42 @@ fn searched(
 
 /// Without tree reuse (Gumbel, or PUCT with `reuse_tree = false`), `advance` keeps the
 /// evaluations of the subtree under the move played: the next search sends none of those
-/// positions to the evaluator again, and, with one leaf per descent and an evaluator that gives
-/// the same answer for the same game, it is the same search as a fresh one with the same seed.
+/// positions to the evaluator again, and, with an evaluator that gives the same answer for the
+/// same game, it is the same search as a fresh one with the same seed (one leaf per descent, or
+/// several under virtual loss).
 #[test]
 fn advance_keeps_the_subtrees_evaluations() {
-    for algorithm in [Algorithm::Gumbel, Algorithm::Puct] {
+    for (algorithm, virtual_loss_batch) in
+        [(Algorithm::Gumbel, 1), (Algorithm::Gumbel, 8), (Algorithm::Puct, 1), (Algorithm::Puct, 8)]
+    {
         let config = Checked::new(SearchConfig {
             algorithm,
             reuse_tree: false,
-            virtual_loss_batch: 1,
+            virtual_loss_batch,
             ..SearchConfig::default()
         })
         .unwrap();
         let mut s = Search::new(game(xiangqi::START_FEN), config.clone());
         let (r, first) = searched(&mut s, 64, 1);
         let kept: Vec<&Vec<Move>> = first.iter().filter(|m| m.first() == Some(&r.best)).collect();
-        assert!(kept.len() >= 3, "{algorithm:?}: the test needs a subtree, got {}", kept.len());
+        assert!(
+            kept.len() >= 3,
+            "{algorithm:?}/{virtual_loss_batch}: the test needs a subtree, got {}",
+            kept.len()
+        );
         s.advance(r.best);
-        assert_eq!(s.game().moves(), &[r.best], "{algorithm:?}");
+        assert_eq!(s.game().moves(), &[r.best], "{algorithm:?}/{virtual_loss_batch}");
         assert_eq!(s.tree().status(NodeId::ROOT), xiangqi_search::NodeStatus::Expanded);
-        assert_eq!(s.tree().visits(NodeId::ROOT), 1, "{algorithm:?}: only its own evaluation");
-        assert_eq!(s.tree().len(), kept.len(), "{algorithm:?}: the evaluated subtree is kept");
+        assert_eq!(
+            s.tree().visits(NodeId::ROOT),
+            1,
+            "{algorithm:?}/{virtual_loss_batch}: only its own evaluation"
+        );
+        assert_eq!(
+            s.tree().len(),
+            kept.len(),
+            "{algorithm:?}/{virtual_loss_batch}: the evaluated subtree is kept"
+        );
 
         let mut after = game(xiangqi::START_FEN);
         after.play(r.best).unwrap();
@@ -438,20 +453,24 @@ fn advance_keeps_the_subtrees_evaluations() {
         let revisited = fresh_seen.iter().filter(|m| kept.contains(m)).count();
         assert!(
             revisited >= 2,
-            "{algorithm:?}: a fresh search evaluates kept positions again ({revisited} of {})",
+            "{algorithm:?}/{virtual_loss_batch}: a fresh search evaluates kept positions again ({revisited} of {})",
             kept.len()
         );
         assert!(
             !got_seen.iter().any(|m| kept.contains(&m)),
-            "{algorithm:?}: a kept position was evaluated again"
+            "{algorithm:?}/{virtual_loss_batch}: a kept position was evaluated again"
         );
-        assert_eq!(got_seen.len(), fresh_seen.len() - revisited, "{algorithm:?}");
-        assert_eq!(got.moves, want.moves, "{algorithm:?}");
-        assert_eq!(got.visits, want.visits, "{algorithm:?}");
-        assert_eq!(got.policy, want.policy, "{algorithm:?}");
-        assert_eq!(got.best, want.best, "{algorithm:?}");
-        assert_eq!(got.root_value, want.root_value, "{algorithm:?}");
-        assert_eq!(got.improved_value, want.improved_value, "{algorithm:?}");
+        assert_eq!(
+            got_seen.len(),
+            fresh_seen.len() - revisited,
+            "{algorithm:?}/{virtual_loss_batch}"
+        );
+        assert_eq!(got.moves, want.moves, "{algorithm:?}/{virtual_loss_batch}");
+        assert_eq!(got.visits, want.visits, "{algorithm:?}/{virtual_loss_batch}");
+        assert_eq!(got.policy, want.policy, "{algorithm:?}/{virtual_loss_batch}");
+        assert_eq!(got.best, want.best, "{algorithm:?}/{virtual_loss_batch}");
+        assert_eq!(got.root_value, want.root_value, "{algorithm:?}/{virtual_loss_batch}");
+        assert_eq!(got.improved_value, want.improved_value, "{algorithm:?}/{virtual_loss_batch}");
     }
 }
 
@@ -459,12 +478,9 @@ fn advance_keeps_the_subtrees_evaluations() {
 /// visits from zero but sends nothing the first one evaluated to the evaluator again.
 #[test]
 fn a_second_gumbel_search_of_the_root_keeps_the_evaluations() {
-    let config = Checked::new(SearchConfig {
-        algorithm: Algorithm::Gumbel,
-        virtual_loss_batch: 1,
-        ..SearchConfig::default()
-    })
-    .unwrap();
+    let config =
+        Checked::new(SearchConfig { algorithm: Algorithm::Gumbel, ..SearchConfig::default() })
+            .unwrap();
     let mut s = Search::new(game(xiangqi::START_FEN), config.clone());
     let (_, first) = searched(&mut s, 48, 1);
     assert_eq!(first.len(), 49, "the root and one leaf a simulation");
