@@ -474,8 +474,8 @@ fn advance_keeps_the_subtrees_evaluations() {
     }
 }
 
-/// A second Gumbel search from the same root (the UCI engine searches in chunks) counts its
-/// visits from zero but sends nothing the first one evaluated to the evaluator again.
+/// A second Gumbel search from the same root (a caller that searches one position in parts)
+/// counts its visits from zero but sends nothing the first one evaluated to the evaluator again.
 #[test]
 fn a_second_gumbel_search_of_the_root_keeps_the_evaluations() {
     let config =
