@@ -471,6 +471,13 @@ fn fairy_stockfish_plays_whole_games_at_one_node() {
     let o = xqz(&["arena", "--a", "greedy", "--b", &engine, "--b-nodes", "1", "--games", "2"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(forfeits(&stdout(&o), "B"), [0.0, 0.0, 0.0, 0.0], "{}", stdout(&o));
+    // `xqz tactics` does the same: every answer is read as a legal move (an answer read with
+    // the wrong rank numbers is an illegal move, which stops the check), and at 1,000 nodes it
+    // finds every mate in one.
+    let o = xqz(&["tactics", "--player", &engine, "--nodes", "1000", "--count", "4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mate = tactics_row(&stdout(&o), "mate_in_one");
+    assert_eq!(mate[..2], [4.0, 4.0], "{}", stdout(&o));
 }
 
 /// The numbers of a row of the `xqz tactics` table: positions, solved, score, interval low and

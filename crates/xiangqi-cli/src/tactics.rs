@@ -27,9 +27,10 @@ pub struct Args {
     /// An option of the player, `NAME=VALUE` (repeatable; as `xqz arena --a-option`).
     #[arg(long = "option")]
     option: Vec<String>,
-    /// Rank numbers of an engine's moves: 0 (0-9, Pikafish) or 1 (1-10, Fairy-Stockfish).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
-    ranks: u8,
+    /// Rank numbers of an engine's moves: 0 (0-9, Pikafish) or 1 (1-10); default 1 for
+    /// Fairy-Stockfish (known by its id name), else 0, as in `xqz arena`.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=1))]
+    ranks: Option<u8>,
     /// Simulations per move of a search player (a network, mcts); default: the player's own
     /// setting (800). Ignored by random and greedy.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -69,8 +70,8 @@ fn interval(solved: u64, n: u64) -> (f64, f64) {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let mut spec = parse_player(&args.player, &args.option, Some(args.ranks), args.seed)
-        .context("--player")?;
+    let mut spec =
+        parse_player(&args.player, &args.option, args.ranks, args.seed).context("--player")?;
     if let Some(n) = args.nodes {
         match &mut spec {
             PlayerSpec::Engine(e) => e.nodes = Some(n),
