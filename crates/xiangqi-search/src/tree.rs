@@ -92,6 +92,21 @@ impl Node {
     pub(crate) fn edges(&self) -> std::ops::Range<usize> {
         self.first_edge as usize..(self.first_edge + self.num_edges) as usize
     }
+
+    /// The statistics of a root before a new search: nothing in flight, and one visit, its own
+    /// evaluation, if it was evaluated (else none).
+    fn restart_as_root(&mut self) {
+        self.in_flight = 0;
+        if self.status == NodeStatus::Expanded {
+            self.visits = 1;
+            self.value_sum = -self.value;
+            self.draw_sum = self.draw;
+        } else {
+            self.visits = 0;
+            self.value_sum = 0.0;
+            self.draw_sum = 0.0;
+        }
+    }
 }
 
 /// An arena search tree over game states `G`.
@@ -228,16 +243,7 @@ impl<G: SearchGame> Tree<G> {
         self.priors.truncate(range.end);
         self.children.truncate(range.end);
         self.children.fill(NodeId::NONE);
-        root.in_flight = 0;
-        if root.status == NodeStatus::Expanded {
-            root.visits = 1;
-            root.value_sum = -root.value;
-            root.draw_sum = root.draw;
-        } else {
-            root.visits = 0;
-            root.value_sum = 0.0;
-            root.draw_sum = 0.0;
-        }
+        root.restart_as_root();
         self.nodes[0] = root;
     }
 
@@ -258,17 +264,7 @@ impl<G: SearchGame> Tree<G> {
             n.value_sum = 0.0;
             n.draw_sum = 0.0;
         }
-        let root = &mut self.nodes[0];
-        root.in_flight = 0;
-        if root.status == NodeStatus::Expanded {
-            root.visits = 1;
-            root.value_sum = -root.value;
-            root.draw_sum = root.draw;
-        } else {
-            root.visits = 0;
-            root.value_sum = 0.0;
-            root.draw_sum = 0.0;
-        }
+        self.nodes[0].restart_as_root();
     }
 
     /// Number of nodes.
