@@ -377,13 +377,9 @@ impl Game {
         if !next.has_legal_move() {
             return true;
         }
-        // Only a repetition can still decide for the mover (the other verdicts are draws), and
-        // only a position seen since the last capture, with the same side to move, can repeat:
-        // the positions two, four, ... plies before the one after `m`.
-        let n = self.keys.len();
-        let window = (next.halfmove_clock() as usize).min(n);
-        let key = next.key();
-        if !self.keys[n - window..].iter().rev().skip(1).step_by(2).any(|&k| k == key) {
+        // Only a repetition can still decide for the mover (the other verdicts are draws).
+        let after = self.keys.len();
+        if self.occurrences(after, next.key(), next.halfmove_clock()).next().is_none() {
             return false;
         }
         let mut game = self.clone();
@@ -407,9 +403,15 @@ impl Game {
     /// move, so the scan is short.
     fn earlier_occurrences(&self) -> impl Iterator<Item = usize> + '_ {
         let n = self.keys.len() - 1;
-        let window = (self.position.halfmove_clock() as usize).min(n);
-        let key = self.keys[n];
-        (n - window..n).rev().skip(1).step_by(2).filter(move |&i| self.keys[i] == key)
+        self.occurrences(n, self.keys[n], self.position.halfmove_clock())
+    }
+
+    /// Indices (into [`Game::keys`]) before `at` where `key` occurred, most recent first, for a
+    /// position at index `at` with halfmove clock `clock`: only positions since the last capture
+    /// (`clock` plies back) with the same side to move (two, four, ... plies back) can repeat.
+    fn occurrences(&self, at: usize, key: u64, clock: u32) -> impl Iterator<Item = usize> + '_ {
+        let window = (clock as usize).min(at);
+        (at - window..at).rev().skip(1).step_by(2).filter(move |&i| self.keys[i] == key)
     }
 
     fn adjudicate(&self) -> Option<Outcome> {
