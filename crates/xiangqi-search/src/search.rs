@@ -599,9 +599,7 @@ impl<G: SearchGame> Search<G> {
         if self.config.win_check != WinCheck::Off {
             let game = self.tree.games[0].as_ref().expect("an expanded root keeps its state");
             let moves = &self.tree.moves[range.clone()];
-            self.root_wins.extend(
-                (0..moves.len() as u32).filter(|&a| game.is_winning_move(moves[a as usize])),
-            );
+            game.winning_moves(moves, &mut self.root_wins);
         }
         match self.config.algorithm {
             Algorithm::Puct => {

@@ -204,7 +204,7 @@ impl<G: SearchGame> Tree<G> {
     }
 
     /// Makes pending node `id` a [`NodeStatus::ProvenWin`] (value `+1`, no edges) if its side
-    /// to move has a move that wins at once (see [`SearchGame::is_winning_move`]). Returns
+    /// to move has a move that wins at once (see [`SearchGame::has_winning_move`]). Returns
     /// whether it did. Not for the root: a search needs an open root.
     pub(crate) fn mark_proven_win(&mut self, id: NodeId) -> bool {
         let n = self.nodes[id.index()];
@@ -212,7 +212,7 @@ impl<G: SearchGame> Tree<G> {
             return false;
         }
         let Some(game) = self.games[id.index()].as_ref() else { return false };
-        if !self.moves[n.edges()].iter().any(|&m| game.is_winning_move(m)) {
+        if !game.has_winning_move(&self.moves[n.edges()]) {
             return false;
         }
         if n.edges().end == self.moves.len() {

@@ -74,6 +74,24 @@ pub struct Undo {
     halfmove_clock: u32,
 }
 
+/// Two witnesses that the opponent keeps a legal move after a move of ours (see
+/// [`Position::reply_witnesses`]), and where a move of ours cannot give check.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReplyWitnesses {
+    /// The opponent's general.
+    general: usize,
+    /// Origins from which a move cannot give check.
+    quiet_from: u128,
+    /// Destinations to which a move cannot give check.
+    quiet_to: u128,
+    /// Each witness's kill points: where a piece of ours landing spoils it.
+    kills: [u128; 2],
+    /// Each witness's move (origin, destination); read by the tests.
+    #[cfg_attr(not(test), allow(dead_code))]
+    replies: [(u8, u8); 2],
+    len: usize,
+}
+
 /// Largest accepted value of the two counters (ample for any game, and safe from overflow);
 /// also available as `xiangqi::fen::MAX_COUNTER`.
 pub const MAX_COUNTER: u32 = 1_000_000;
@@ -561,6 +579,113 @@ impl Position {
         n
     }
 
+    /// What [`Position::keeps_a_reply`] needs, computed once for many moves of the side to move.
+    ///
+    /// A *witness* is a legal move of the opponent here that no move of ours can disturb unless
+    /// it lands on one of the witness's *kill points*: the moving piece is not the general and
+    /// stands neither on its general's file or rank nor diagonally next to it, its destination is
+    /// off that file and rank (so the move changes no attack on the general; see
+    /// [`Position::for_each_legal`]), and its path is at most a leg or an elephant's eye. Two
+    /// witnesses with disjoint kill points are kept, so that one survives any single move.
+    pub(crate) fn reply_witnesses(&self) -> ReplyWitnesses {
+        let them = self.turn.other();
+        let g = self.generals[them].index();
+        let lines = LINES[g];
+        let risky_from = lines | DIAGONAL_NEIGHBOURS[g];
+        let mut horse_sources = 0u128;
+        let ha = &HORSE_ATTACKS[g];
+        for k in 0..ha.len as usize {
+            horse_sources |= bit(ha.to[k] as usize);
+        }
+        let mut w = ReplyWitnesses {
+            general: g,
+            // A move of ours gives check only by leaving or entering the general's lines,
+            // leaving a horse's leg point, or landing where a horse (or, on the lines, any
+            // other piece) attacks the general.
+            quiet_from: !risky_from,
+            quiet_to: !(lines | horse_sources),
+            kills: [0; 2],
+            replies: [(0, 0); 2],
+            len: 0,
+        };
+        let mut pieces = self.occupied[them] & !risky_from;
+        while pieces != 0 && w.len < 2 {
+            let from = pieces.trailing_zeros() as usize;
+            pieces &= pieces - 1;
+            let Some(piece) = self.board[from] else { continue };
+            self.piece_moves(from, piece, &mut |from, to| {
+                if w.len == 2 || lines & bit(to) != 0 {
+                    return;
+                }
+                let (df, dr) =
+                    ((to % 9) as i32 - (from % 9) as i32, (to / 9) as i32 - (from / 9) as i32);
+                let kill = match piece.kind {
+                    PieceKind::Soldier | PieceKind::Advisor => bit(from),
+                    // The elephant's eye.
+                    PieceKind::Elephant => bit(from) | bit((from + to) / 2),
+                    // The horse's leg: one step along the long side of its move.
+                    PieceKind::Horse => {
+                        let leg = if df.abs() == 2 {
+                            from as i32 + df.signum()
+                        } else {
+                            from as i32 + 9 * dr.signum()
+                        };
+                        bit(from) | bit(leg as usize)
+                    }
+                    // One step: nothing between; a chariot may capture whatever lands there.
+                    PieceKind::Chariot if df.abs() + dr.abs() == 1 => bit(from),
+                    // One step, to an empty point (a cannon's step never captures): a piece of
+                    // ours landing there spoils it.
+                    PieceKind::Cannon if df.abs() + dr.abs() == 1 => bit(from) | bit(to),
+                    _ => return,
+                };
+                if w.kills[..w.len].iter().all(|&k| k & kill == 0) {
+                    w.kills[w.len] = kill;
+                    w.replies[w.len] = (from as u8, to as u8);
+                    w.len += 1;
+                }
+            });
+        }
+        w
+    }
+
+    /// A cheap, sufficient test that after `m` (a legal move of the side to move) the opponent
+    /// still has a legal move: `m` does not give check (by geometry, or else on a scratch board)
+    /// and does not land on the kill points of one of `w`'s witnesses, which then stays legal.
+    /// `false` proves nothing: the caller then generates the opponent's moves.
+    ///
+    /// `w` must come from [`Position::reply_witnesses`] of this position.
+    #[inline]
+    pub(crate) fn keeps_a_reply(&self, m: Move, w: &ReplyWitnesses) -> bool {
+        let (from, to) = (m.from().index(), m.to().index());
+        if !w.kills[..w.len].iter().any(|&k| k & bit(to) == 0) {
+            return false;
+        }
+        if w.quiet_from & bit(from) != 0 && w.quiet_to & bit(to) != 0 {
+            return true;
+        }
+        let mut scratch = self.board;
+        scratch[to] = scratch[from];
+        scratch[from] = None;
+        !general_attacked(&scratch, w.general, self.turn)
+    }
+
+    /// The Zobrist key after `m`, a legal move of the side to move that captures nothing.
+    #[inline]
+    pub(crate) fn key_after_quiet(&self, m: Move) -> u64 {
+        let (from, to) = (m.from().index(), m.to().index());
+        debug_assert!(self.board[to].is_none());
+        match self.board[from] {
+            Some(p) => {
+                self.key
+                    ^ ZOBRIST_PIECES[p.index()][from]
+                    ^ ZOBRIST_PIECES[p.index()][to]
+                    ^ ZOBRIST_BLACK
+            }
+            None => self.key,
+        }
+    }
+
     /// Whether the side to move has at least one legal move.
     pub fn has_legal_move(&self) -> bool {
         let mut found = false;
@@ -735,5 +860,113 @@ impl Position {
 impl Default for Position {
     fn default() -> Position {
         Position::start()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
+    use super::*;
+
+    /// The start position and the positions of the shared perft data (middlegames of real
+    /// games).
+    fn starts() -> Vec<Position> {
+        let data = include_str!("../tests/data/xiangqi-perft.tsv");
+        let mut out = vec![Position::start()];
+        for line in data.lines().skip(1) {
+            if let Some(Ok(p)) = line.split('\t').next().map(Position::from_fen) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// The two claims [`Position::keeps_a_reply`] rests on, for every legal move `m`: a move from
+    /// a quiet origin to a quiet destination gives no check, and after a move that gives no
+    /// check every witness whose kill points `m` misses is a legal move of the opponent.
+    fn check_witnesses(pos: &Position) -> Result<usize, TestCaseError> {
+        let w = pos.reply_witnesses();
+        let mut used = 0;
+        for m in pos.legal_moves() {
+            let (from, to) = (m.from().index(), m.to().index());
+            let mut next = *pos;
+            next.play_unchecked(m);
+            if w.quiet_from & bit(from) != 0 && w.quiet_to & bit(to) != 0 {
+                prop_assert!(!next.is_check(), "{} gives check in {:?}", m, pos);
+            }
+            if next.is_check() {
+                continue;
+            }
+            let replies = next.legal_moves();
+            for k in 0..w.len {
+                if w.kills[k] & bit(to) == 0 {
+                    let (a, b) = w.replies[k];
+                    let reply =
+                        Move::new(Square::from_index(a.into()), Square::from_index(b.into()));
+                    prop_assert!(
+                        replies.contains(&reply),
+                        "witness {} is not legal after {} in {:?}",
+                        reply,
+                        m,
+                        pos
+                    );
+                    used += 1;
+                }
+            }
+        }
+        Ok(used)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn witnesses_stay_legal_replies(
+            start in any::<Index>(),
+            choices in prop::collection::vec(any::<Index>(), 0..120),
+        ) {
+            let starts = starts();
+            let mut pos = starts[start.index(starts.len())];
+            for choice in &choices {
+                check_witnesses(&pos)?;
+                let legal = pos.legal_moves();
+                if legal.is_empty() {
+                    break;
+                }
+                pos.play_unchecked(legal[choice.index(legal.len())]);
+            }
+            check_witnesses(&pos)?;
+        }
+    }
+
+    /// Witnesses of every kind of piece occur, so the property above tests each kind's kill
+    /// points.
+    #[test]
+    fn witnesses_of_every_kind_occur() {
+        use std::collections::BTreeSet;
+        let mut kinds = BTreeSet::new();
+        let mut rng_state = 0x9e37_79b9_7f4a_7c15u64;
+        for start in starts() {
+            let mut pos = start;
+            for _ in 0..80 {
+                let w = pos.reply_witnesses();
+                for k in 0..w.len {
+                    let piece =
+                        pos.board[w.replies[k].0 as usize].expect("a witness moves a piece");
+                    kinds.insert(format!("{:?}", piece.kind));
+                }
+                let legal = pos.legal_moves();
+                if legal.is_empty() {
+                    break;
+                }
+                rng_state = rng_state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                pos.play_unchecked(legal[(rng_state >> 33) as usize % legal.len()]);
+            }
+        }
+        for kind in ["Soldier", "Advisor", "Elephant", "Horse", "Chariot", "Cannon"] {
+            assert!(kinds.contains(kind), "no {kind} witness among {kinds:?}");
+        }
     }
 }

@@ -52,13 +52,20 @@ fn run_file(name: &str, data: &str) -> usize {
 /// `Game::is_winning_move` agrees, for every legal move, with playing the move on a copy of the
 /// game and reading the verdict (the cases' last moves include repetition verdicts for and
 /// against the mover).
+/// `Game::winning_moves` lists exactly those.
 fn check_winning_moves(game: &Game, place: &str) {
     let mover = game.position().turn();
-    for m in game.legal_moves() {
+    let legal = game.legal_moves();
+    let mut winners = Vec::new();
+    for &m in &legal {
         let mut copy = game.clone();
         let wins = copy.play(m).unwrap().and_then(|o| o.winner()) == Some(mover);
         assert_eq!(game.is_winning_move(m), wins, "{place}: is_winning_move({m})");
+        if wins {
+            winners.push(m);
+        }
     }
+    assert_eq!(game.winning_moves(&legal).collect::<Vec<_>>(), winners, "{place}: winning_moves");
 }
 
 #[test]

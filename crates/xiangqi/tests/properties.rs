@@ -15,7 +15,8 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use xiangqi::{
-    Color, MAX_MOVES, Move, Piece, PieceKind, Position, RankBase, Setup, Square, Validation, perft,
+    Color, Game, MAX_MOVES, Move, Piece, PieceKind, Position, RankBase, RuleSet, Setup, Square,
+    Validation, perft,
 };
 
 const PERFT_DATA: &str = include_str!("data/xiangqi-perft.tsv");
@@ -430,6 +431,111 @@ proptest! {
         check_every_ply(&pos, Validation::Lenient)?;
         check_deep(&pos)?;
     }
+}
+
+/// `Game::winning_moves` (the search's win check, which clears most moves without generating
+/// the opponent's replies) against playing every legal move on a copy of the game and reading
+/// its verdict. Returns how many winning moves the position had.
+fn check_winning_moves(game: &Game) -> Result<usize, TestCaseError> {
+    let mover = game.position().turn();
+    let legal = game.legal_moves();
+    let expected: Vec<Move> = legal
+        .iter()
+        .copied()
+        .filter(|&m| {
+            let mut copy = game.clone();
+            copy.play(m).unwrap().and_then(|o| o.winner()) == Some(mover)
+        })
+        .collect();
+    let fast: Vec<Move> = game.winning_moves(&legal).collect();
+    prop_assert_eq!(&fast, &expected, "winning moves in {:?}", game.position());
+    prop_assert_eq!(game.has_winning_move(&legal), !expected.is_empty());
+    Ok(expected.len())
+}
+
+proptest! {
+    #![proptest_config(config(600))]
+
+    /// Sparse random placements, then up to 60 random plies under both rule sets: mates,
+    /// positions without a legal move and repetitions are common there, so the win check meets
+    /// every way a move can win.
+    #[test]
+    fn winning_moves_agree_with_playing_each_move(
+        setup in placements(),
+        simple in any::<bool>(),
+        choices in prop::collection::vec(any::<Index>(), 0..60),
+    ) {
+        let Ok(pos) = Position::from_setup(&setup, Validation::Lenient) else {
+            return Ok(());
+        };
+        let rules = if simple { RuleSet::Simple } else { RuleSet::Asian };
+        let mut game = Game::new(pos, rules);
+        for choice in &choices {
+            check_winning_moves(&game)?;
+            let legal = game.legal_moves();
+            if legal.is_empty() {
+                break;
+            }
+            game.play(next_move(&game, &legal, choice)).unwrap();
+        }
+        check_winning_moves(&game)?;
+    }
+}
+
+/// The playouts' next move: at random, but every other time the move that takes back the mover's
+/// last one when it is legal, so that positions repeat and repetition verdicts occur.
+fn next_move(game: &Game, legal: &[Move], choice: &Index) -> Move {
+    let moves = game.moves();
+    if choice.index(2) == 0 && moves.len() >= 2 {
+        let last = moves[moves.len() - 2];
+        let back = Move::new(last.to(), last.from());
+        if legal.contains(&back) {
+            return back;
+        }
+    }
+    legal[choice.index(legal.len())]
+}
+
+/// The property above is not vacuous: its placements and playouts meet checkmates, wins by no
+/// legal moves and repetition wins.
+#[test]
+fn the_win_check_sources_meet_every_kind_of_win() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = (placements(), prop::collection::vec(any::<Index>(), 0..60));
+    let mut reasons = BTreeSet::new();
+    let mut positions_with_a_win = 0;
+    for _ in 0..2000 {
+        let (setup, choices) = strategy.new_tree(&mut runner).unwrap().current();
+        let Ok(pos) = Position::from_setup(&setup, Validation::Lenient) else { continue };
+        let mut game = Game::new(pos, RuleSet::Asian);
+        for choice in &choices {
+            let legal = game.legal_moves();
+            if legal.is_empty() {
+                break;
+            }
+            let mover = game.position().turn();
+            for &m in &legal {
+                let mut copy = game.clone();
+                if let Some(o) = copy.play(m).unwrap() {
+                    if o.winner() == Some(mover) {
+                        reasons.insert(o.reason().name().to_string());
+                    }
+                }
+            }
+            positions_with_a_win += usize::from(check_winning_moves(&game).unwrap() > 0);
+            game.play(next_move(&game, &legal, choice)).unwrap();
+        }
+    }
+    assert!(positions_with_a_win > 100, "{positions_with_a_win} positions with a winning move");
+    for reason in ["checkmate", "no_legal_moves"] {
+        assert!(reasons.contains(reason), "no {reason} win among {reasons:?}");
+    }
+    assert!(
+        reasons.iter().any(|r| r.starts_with("perpetual")),
+        "no repetition win among {reasons:?}"
+    );
 }
 
 #[test]

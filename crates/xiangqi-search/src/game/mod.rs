@@ -70,6 +70,20 @@ pub trait SearchGame: Clone + Send + Sync + 'static {
         next.play(mv);
         next.terminal_value().is_some_and(|v| v <= -1.0)
     }
+
+    /// Whether any of `moves` (legal moves of this state) is a winning move
+    /// ([`SearchGame::is_winning_move`]). The default asks each move; a game may share the work
+    /// between them.
+    fn has_winning_move(&self, moves: &[Self::Move]) -> bool {
+        moves.iter().any(|&m| self.is_winning_move(m))
+    }
+
+    /// Appends to `out` the indices (into `moves`, legal moves of this state, in order) of the
+    /// winning moves ([`SearchGame::is_winning_move`]). The default asks each move; a game may
+    /// share the work between them.
+    fn winning_moves(&self, moves: &[Self::Move], out: &mut Vec<u32>) {
+        out.extend((0..moves.len() as u32).filter(|&a| self.is_winning_move(moves[a as usize])));
+    }
 }
 
 /// Which game a net, a shard, a checkpoint or a run is for. Written by its name

@@ -39,6 +39,20 @@ impl SearchGame for Game {
     fn is_winning_move(&self, mv: Move) -> bool {
         Game::is_winning_move(self, mv)
     }
+
+    fn has_winning_move(&self, moves: &[Move]) -> bool {
+        Game::has_winning_move(self, moves)
+    }
+
+    fn winning_moves(&self, moves: &[Move], out: &mut Vec<u32>) {
+        // Moves are distinct, so each winner's index is its first occurrence.
+        let mut next = 0;
+        for m in Game::winning_moves(self, moves) {
+            let at = next + moves[next..].iter().position(|&x| x == m).expect("a winner is listed");
+            out.push(at as u32);
+            next = at + 1;
+        }
+    }
 }
 
 impl GameRules for Game {
