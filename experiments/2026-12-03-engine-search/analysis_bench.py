@@ -2,7 +2,9 @@
 """Positions analysed per second: `xqz analysis` with all positions in flight against the same
 positions searched one after another by `xqz uci`, with the same net, visits and threads.
 
-Usage: analysis_bench.py XQZ NET [VISITS] [POSITIONS]   (defaults 800, 64)
+Usage: analysis_bench.py XQZ NET [VISITS] [POSITIONS] [DEVICE]   (defaults 800, 64, cpu)
+
+DEVICE is passed to both engines as `--device` (cpu, wgpu, wgpu:N, cuda:N).
 
 The positions are the start and the lines that the net's own analysis of the start position
 names: every visited first move (ply 1), then longer prefixes of their principal variations
@@ -14,11 +16,14 @@ import sys
 import time
 
 
+DEVICE = ["--device", sys.argv[5]] if len(sys.argv) > 5 else []
+
+
 def analysis_lines(xqz, net, queries):
     """Runs `xqz analysis` on `queries` (dicts) after one warm-up query (so that loading the
     net is not timed, as it is not for `xqz uci`); returns (answers, seconds from the first
     query written to the last answer read)."""
-    p = subprocess.Popen([xqz, "analysis", "--net", net], stdin=subprocess.PIPE,
+    p = subprocess.Popen([xqz, "analysis", "--net", net] + DEVICE, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True, bufsize=1)
     p.stdin.write(json.dumps({"id": "warm-up", "maxVisits": 8}) + "\n")
     p.stdin.flush()
@@ -49,7 +54,7 @@ def positions(xqz, net, count):
 
 def uci_sequential(xqz, net, lines, visits):
     """Searches each line's position with `go nodes VISITS`, one after another, in one engine."""
-    p = subprocess.Popen([xqz, "uci", "--net", net], stdin=subprocess.PIPE,
+    p = subprocess.Popen([xqz, "uci", "--net", net] + DEVICE, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True, bufsize=1)
 
     def until(prefix):
@@ -85,7 +90,7 @@ def main():
     assert len(answers) == len(lines) and all("error" not in a for a in answers), answers[:2]
     u_seconds = uci_sequential(xqz, net, lines, visits)
     n = len(lines)
-    print(f"{n} positions at {visits} visits")
+    print(f"{n} positions at {visits} visits, device {DEVICE[1] if DEVICE else 'cpu'}")
     print(f"xqz analysis, all in flight: {a_seconds:8.2f} s  {n / a_seconds:8.2f} positions/s")
     print(f"xqz uci, one after another:  {u_seconds:8.2f} s  {n / u_seconds:8.2f} positions/s")
     print(f"ratio {u_seconds / a_seconds:.2f}")
