@@ -15,7 +15,10 @@
 //!   `--a-option UCI_Variant=...` names it. See
 //!   [`crate::engine`];
 //! * a network: `net:DIR` or a checkpoint directory of `xqz train` (`ckpt-NNNNNN`), searched
-//!   with `--sims` simulations a move (search options through `--a-option`/`--b-option`);
+//!   with `--sims` simulations a move, with the `[search]` settings its manifest records, played
+//!   as `xqz uci` plays them (Gumbel up to 128 simulations, PUCT above or by time; see
+//!   `net_search_config`), and `--a-option`/`--b-option` `KEY=VALUE` setting any `[search]` key
+//!   over them;
 //!   `--a-level N` plays it (or `mcts`) at skill level N ([`xiangqi_search::strength`]: the
 //!   level's share of the simulations and a drawn move);
 //!
@@ -105,10 +108,11 @@ pub struct Args {
     /// Write every game to this PGN file.
     #[arg(long)]
     pgn: Option<PathBuf>,
-    /// An option of player A, `NAME=VALUE` (repeatable).
+    /// An option of player A, `NAME=VALUE` (repeatable): a `[search]` key of a network or mcts
+    /// player, a `setoption` of an engine.
     #[arg(long = "a-option")]
     a_option: Vec<String>,
-    /// An option of player B, `NAME=VALUE` (repeatable).
+    /// An option of player B, `NAME=VALUE` (repeatable), as `--a-option`.
     #[arg(long = "b-option")]
     b_option: Vec<String>,
     /// Rank numbers of engine A's moves: 0 (0-9, Pikafish) or 1 (1-10, Fairy-Stockfish);
@@ -175,9 +179,73 @@ fn split_option(text: &str) -> anyhow::Result<(String, String)> {
 
 /// A search config with `NAME=VALUE` overrides of `[search]` keys.
 fn search_config(options: &[(String, String)]) -> anyhow::Result<SearchConfig> {
+    let config: SearchConfig = option_table(options)?
+        .try_into()
+        .map_err(|e: toml::de::Error| anyhow::anyhow!("mcts option: {}", e.message()))?;
+    config.validate().context("mcts option")?;
+    Ok(config)
+}
+
+/// How a player's moves are limited, for a network player's choice of algorithm: `--sims`, and
+/// whether `--movetime` is given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PlayBudget {
+    /// `--sims`.
+    pub(crate) sims: Option<u32>,
+    /// Whether `--movetime` is given.
+    pub(crate) timed: bool,
+}
+
+/// The search of a network player: the `[search]` the network was trained with (`recorded`, its
+/// manifest's; the defaults for a network that records none), played as `xqz uci` plays it
+/// (no root noise, every search a full one), then `options` over it.
+///
+/// The budget stays the player's (`--sims`, `--movetime`, or the `simulations` option, default
+/// 800), not the training's. Unless an option names the `algorithm`, a budget of at most
+/// [`crate::uci_search::AUTO_GUMBEL_UP_TO`] simulations searches with Gumbel and a larger one, or
+/// a search limited by time alone, with PUCT: the engine's `Algorithm auto`.
+///
+/// # Errors
+/// An option that is no `[search]` key or has a bad value, or settings that do not validate.
+fn net_search_config(
+    recorded: Option<&SearchConfig>,
+    options: &[(String, String)],
+    budget: PlayBudget,
+) -> anyhow::Result<SearchConfig> {
+    let defaults = SearchConfig::default();
+    let mut base = recorded.cloned().unwrap_or_else(|| defaults.clone());
+    base.simulations = defaults.simulations;
+    base.dirichlet_epsilon = 0.0;
+    base.full_search_prob = 1.0;
+    let mut table = toml::Table::try_from(&base).context("the network's [search]")?;
+    for (key, value) in option_table(options)? {
+        table.insert(key, value);
+    }
+    let mut config: SearchConfig = table
+        .try_into()
+        .map_err(|e: toml::de::Error| anyhow::anyhow!("search option: {}", e.message()))?;
+    if !options.iter().any(|(n, _)| n == "algorithm") {
+        let sims = match budget {
+            PlayBudget { sims: Some(n), .. } => Some(u64::from(n)),
+            PlayBudget { sims: None, timed: true } => None,
+            PlayBudget { sims: None, timed: false } => Some(u64::from(config.simulations)),
+        };
+        config.algorithm = match sims {
+            Some(n) if n <= crate::uci_search::AUTO_GUMBEL_UP_TO => {
+                xiangqi_search::Algorithm::Gumbel
+            }
+            _ => xiangqi_search::Algorithm::Puct,
+        };
+    }
+    config.validate().context("search option")?;
+    Ok(config)
+}
+
+/// `NAME=VALUE` options as a TOML table (a bare word that is not a TOML value, such as gumbel or
+/// puct, is taken as a string).
+fn option_table(options: &[(String, String)]) -> anyhow::Result<toml::Table> {
     let mut doc = String::new();
     for (n, v) in options {
-        // A bare word that is not a TOML value (gumbel, puct) is taken as a string.
         let line = format!("{n} = {v}\n");
         if toml::from_str::<toml::Table>(&line).is_ok() {
             doc.push_str(&line);
@@ -185,10 +253,7 @@ fn search_config(options: &[(String, String)]) -> anyhow::Result<SearchConfig> {
             doc.push_str(&format!("{n} = {:?}\n", v));
         }
     }
-    let config: SearchConfig =
-        toml::from_str(&doc).map_err(|e| anyhow::anyhow!("mcts option: {}", e.message()))?;
-    config.validate().context("mcts option")?;
-    Ok(config)
+    toml::from_str(&doc).map_err(|e| anyhow::anyhow!("search option: {}", e.message()))
 }
 
 /// A player named on the command line: one the arena drives itself, or an external engine.
@@ -225,6 +290,7 @@ pub(crate) fn parse_player(
     options: &[String],
     ranks: Option<u8>,
     seed: u64,
+    budget: PlayBudget,
 ) -> anyhow::Result<PlayerSpec> {
     let options: Vec<(String, String)> =
         options.iter().map(|o| split_option(o)).collect::<anyhow::Result<_>>()?;
@@ -273,7 +339,9 @@ pub(crate) fn parse_player(
         other if other.starts_with("net:") || PathBuf::from(other).is_dir() => {
             let given = PathBuf::from(other.strip_prefix("net:").unwrap_or(other));
             let path = crate::net::resolve(&given).with_context(|| format!("player '{other}'"))?;
-            let config = search_config(&options)?;
+            let recorded =
+                crate::net::recorded_search(&path).with_context(|| format!("player '{other}'"))?;
+            let config = net_search_config(recorded.as_ref(), &options, budget)?;
             let name = path.file_name().map_or("net".into(), |n| n.to_string_lossy().into_owned());
             Ok(PlayerSpec::Net(LocalPlayer::Mcts { name, config }, path))
         }
@@ -296,7 +364,8 @@ fn make_player(
     ranks: u8,
     seed: u64,
 ) -> anyhow::Result<Box<dyn Player<Game>>> {
-    parse_player(spec, options, Some(ranks), seed)?.start(spec, &xiangqi_nn::cpu_device())
+    parse_player(spec, options, Some(ranks), seed, PlayBudget::default())?
+        .start(spec, &xiangqi_nn::cpu_device())
 }
 
 fn summary(stats: &MatchStats) -> String {
@@ -395,9 +464,12 @@ fn print_table<G: GameEnv>(names: [&str; 2], stats: &MatchStats, config: &MatchC
 /// Bad arguments, an unreadable openings file, a player that cannot start, a PGN write error.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let sprt = args.sprt.as_deref().map(parse_sprt).transpose()?;
-    let mut a = parse_player(&args.a, &args.a_option, args.a_ranks, args.seed).context("--a")?;
-    let mut b = parse_player(&args.b, &args.b_option, args.b_ranks, args.seed ^ 0x9e37_79b9)
-        .context("--b")?;
+    let budget = PlayBudget { sims: args.sims, timed: args.movetime.is_some() };
+    let mut a =
+        parse_player(&args.a, &args.a_option, args.a_ranks, args.seed, budget).context("--a")?;
+    let mut b =
+        parse_player(&args.b, &args.b_option, args.b_ranks, args.seed ^ 0x9e37_79b9, budget)
+            .context("--b")?;
     for (player, nodes, flag) in
         [(&mut a, args.a_nodes, "--a-nodes"), (&mut b, args.b_nodes, "--b-nodes")]
     {
@@ -644,6 +716,67 @@ mod tests {
         assert_eq!(c.algorithm, xiangqi_search::Algorithm::Gumbel);
         assert!(search_config(&[("c_pcut".to_string(), "1".to_string())]).is_err());
         assert!(split_option("novalue").is_err());
+    }
+
+    /// A network player plays the settings its manifest records, as the engine does: no noise,
+    /// every search full, the algorithm by budget unless an option names it, the budget the
+    /// player's, and options over all of it.
+    #[test]
+    fn a_network_player_starts_from_the_recorded_search() {
+        use xiangqi_search::{Algorithm, WinCheck};
+        let recorded = SearchConfig {
+            algorithm: Algorithm::Puct,
+            simulations: 32,
+            cheap_simulations: 8,
+            full_search_prob: 0.25,
+            c_puct: 3.0,
+            dirichlet_epsilon: 0.25,
+            gumbel_considered_moves: 7,
+            win_check: WinCheck::Off,
+            ..SearchConfig::default()
+        };
+        let opt = |n: &str, v: &str| (n.to_string(), v.to_string());
+        let sims = |n| PlayBudget { sims: Some(n), timed: false };
+        let c = net_search_config(Some(&recorded), &[], sims(32)).unwrap();
+        assert_eq!(c.algorithm, Algorithm::Gumbel, "32 simulations: Gumbel");
+        assert_eq!((c.c_puct, c.gumbel_considered_moves, c.win_check), (3.0, 7, WinCheck::Off));
+        assert_eq!((c.dirichlet_epsilon, c.full_search_prob), (0.0, 1.0));
+        assert_eq!(c.simulations, SearchConfig::default().simulations, "not the training's budget");
+        let algorithm = |budget, options: &[(String, String)]| {
+            net_search_config(Some(&recorded), options, budget).unwrap().algorithm
+        };
+        assert_eq!(algorithm(sims(128), &[]), Algorithm::Gumbel);
+        assert_eq!(algorithm(sims(129), &[]), Algorithm::Puct);
+        assert_eq!(algorithm(PlayBudget { sims: None, timed: true }, &[]), Algorithm::Puct);
+        // No --sims and no --movetime: the `simulations` option's budget (default 800).
+        assert_eq!(algorithm(PlayBudget::default(), &[]), Algorithm::Puct);
+        assert_eq!(
+            algorithm(PlayBudget::default(), &[opt("simulations", "64")]),
+            Algorithm::Gumbel
+        );
+        assert_eq!(algorithm(sims(32), &[opt("algorithm", "puct")]), Algorithm::Puct);
+        assert_eq!(algorithm(sims(800), &[opt("algorithm", "gumbel")]), Algorithm::Gumbel);
+        let c = net_search_config(
+            Some(&recorded),
+            &[opt("c_puct", "2"), opt("win_check", "tree"), opt("dirichlet_epsilon", "0.1")],
+            sims(32),
+        )
+        .unwrap();
+        assert_eq!((c.c_puct, c.win_check, c.dirichlet_epsilon), (2.0, WinCheck::Tree, 0.1));
+        // A network that records no settings plays the defaults.
+        let c = net_search_config(None, &[], sims(800)).unwrap();
+        assert_eq!(
+            c,
+            SearchConfig {
+                dirichlet_epsilon: 0.0,
+                full_search_prob: 1.0,
+                ..SearchConfig::default()
+            }
+        );
+        let e = net_search_config(Some(&recorded), &[opt("c_pcut", "1")], sims(32)).unwrap_err();
+        assert!(format!("{e:#}").contains("c_pcut"), "{e:#}");
+        let e = net_search_config(Some(&recorded), &[opt("c_puct", "-1")], sims(32)).unwrap_err();
+        assert!(format!("{e:#}").contains("c_puct"), "{e:#}");
     }
 
     #[test]

@@ -72,7 +72,9 @@ pub(crate) fn start_for_game(
     show_wdl: bool,
 ) -> anyhow::Result<EnginePlayer> {
     use anyhow::{Context, bail};
-    let spec = match crate::arena::parse_player(engine, options, ranks, 0).context("--engine")? {
+    let spec = match crate::arena::parse_player(engine, options, ranks, 0, Default::default())
+        .context("--engine")?
+    {
         crate::arena::PlayerSpec::Engine(spec) => spec,
         _ => bail!("--engine '{engine}': expected uci:COMMAND or ucci:COMMAND"),
     };

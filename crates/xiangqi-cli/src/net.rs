@@ -70,6 +70,18 @@ pub fn game_of(path: &Path) -> anyhow::Result<GameKind> {
     Ok(manifest.game)
 }
 
+/// The `[search]` settings a checkpoint, export or run directory's network was trained with
+/// (from its manifest; `None` for a network that records none).
+///
+/// # Errors
+/// As [`resolve`], or an unreadable manifest.
+pub fn recorded_search(path: &Path) -> anyhow::Result<Option<SearchConfig>> {
+    let path = &resolve(path)?;
+    let manifest = checkpoint::read_manifest(path, None)
+        .with_context(|| format!("cannot read the network '{}'", path.display()))?;
+    Ok(manifest.search)
+}
+
 /// Loads the network of a checkpoint, export or run directory ([`resolve`]) as an evaluator on
 /// `device`.
 pub fn load(path: &Path, device: &Device) -> anyhow::Result<NnEvaluator> {

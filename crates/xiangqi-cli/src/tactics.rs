@@ -70,8 +70,14 @@ fn interval(solved: u64, n: u64) -> (f64, f64) {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let mut spec =
-        parse_player(&args.player, &args.option, args.ranks, args.seed).context("--player")?;
+    let mut spec = parse_player(
+        &args.player,
+        &args.option,
+        args.ranks,
+        args.seed,
+        crate::arena::PlayBudget { sims: args.sims, timed: args.movetime.is_some() },
+    )
+    .context("--player")?;
     if let Some(n) = args.nodes {
         match &mut spec {
             PlayerSpec::Engine(e) => e.nodes = Some(n),
