@@ -4,7 +4,7 @@
 #                    so it cannot build; uncompressed the binary is over the call's 64 MiB
 #   .device/net/     the net the benchmarks use (an export of `xqz export`, all its files: the
 #                    loader checks every file its manifest lists)
-#   .device/*.py     the analysis benchmark
+#   .device/*.py     the analysis benchmark; .device/commit, the commit the binary was built from
 #   .gl/*.deb        the Vulkan loader, unpacked there if the machine lacks one
 # Both folders are ignored through .git/info/exclude. NET defaults to the current record's net.
 set -eu
@@ -15,7 +15,8 @@ cargo build --release -p xiangqi-cli
 rm -rf .device && mkdir -p .device/net
 strip -o .device/xqz target/release/xqz
 xz -T0 -6 .device/xqz
-cp "$NET"/* .device/net/
+cp "$NET"/*.* .device/net/
+git rev-parse HEAD > .device/commit
 cp experiments/2026-12-03-engine-search/analysis_bench.py experiments/device-check/run.sh .device/
 if [ ! -d .gl ]; then
   mkdir -p .gl /tmp/amd64/partial

@@ -218,13 +218,16 @@ fn net_search_config(
     base.dirichlet_epsilon = 0.0;
     base.full_search_prob = 1.0;
     let mut table = toml::Table::try_from(&base).context("the network's [search]")?;
-    for (key, value) in option_table(options)? {
+    let given = option_table(options)?;
+    // Read from the parsed table, so that a quoted key (`"algorithm"=puct`) counts too.
+    let names_algorithm = given.contains_key("algorithm");
+    for (key, value) in given {
         table.insert(key, value);
     }
     let mut config: SearchConfig = table
         .try_into()
         .map_err(|e: toml::de::Error| anyhow::anyhow!("search option: {}", e.message()))?;
-    if !options.iter().any(|(n, _)| n == "algorithm") {
+    if !names_algorithm {
         let sims = match budget {
             PlayBudget { sims: Some(n), .. } => Some(u64::from(n)),
             PlayBudget { sims: None, timed: true } => None,
@@ -339,8 +342,19 @@ pub(crate) fn parse_player(
         other if other.starts_with("net:") || PathBuf::from(other).is_dir() => {
             let given = PathBuf::from(other.strip_prefix("net:").unwrap_or(other));
             let path = crate::net::resolve(&given).with_context(|| format!("player '{other}'"))?;
-            let recorded =
-                crate::net::recorded_search(&path).with_context(|| format!("player '{other}'"))?;
+            let recorded = crate::net::recorded_search(&path)
+                .with_context(|| format!("player '{other}'"))?
+                .filter(|r| match r.validate() {
+                    Ok(()) => true,
+                    // As `xqz uci` does: the built-in defaults rather than no game at all.
+                    Err(e) => {
+                        errln!(
+                            "warning: player '{other}': the network's recorded [search] is \
+                             refused ({e}); searching with the built-in defaults"
+                        );
+                        false
+                    }
+                });
             let config = net_search_config(recorded.as_ref(), &options, budget)?;
             let name = path.file_name().map_or("net".into(), |n| n.to_string_lossy().into_owned());
             Ok(PlayerSpec::Net(LocalPlayer::Mcts { name, config }, path))
@@ -756,6 +770,7 @@ mod tests {
         );
         assert_eq!(algorithm(sims(32), &[opt("algorithm", "puct")]), Algorithm::Puct);
         assert_eq!(algorithm(sims(800), &[opt("algorithm", "gumbel")]), Algorithm::Gumbel);
+        assert_eq!(algorithm(sims(32), &[opt("\"algorithm\"", "puct")]), Algorithm::Puct);
         let c = net_search_config(
             Some(&recorded),
             &[opt("c_puct", "2"), opt("win_check", "tree"), opt("dirichlet_epsilon", "0.1")],
