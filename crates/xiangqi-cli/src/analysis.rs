@@ -46,8 +46,9 @@
 //! backed-up values in `[-1, 1]`; `wdl` is win, draw and loss (`W = (1 + q − d) / 2`,
 //! `L = (1 − q − d) / 2`, `d` the mean draw probability of the network's WDL head), and
 //! `winrate` the expected score `W + D / 2 = (1 + q) / 2`. Moves are ranked as `xqz uci` ranks
-//! them (a move that wins at once first, then a Gumbel search's sequential-halving winner,
-//! then visits), `order` counting from 0; `pv` is the principal variation from the move on.
+//! them (a move that wins at once first, a move the rules show to lose at once last, and between
+//! them a Gumbel search's sequential-halving winner, then visits), `order` counting from 0 over
+//! the visited moves; `pv` is the principal variation from the move on.
 //!
 //! The search settings are the engine's for that budget: the network's recorded `[search]`,
 //! the algorithm chosen as `xqz uci`'s `Algorithm auto` chooses it, no root noise
@@ -605,13 +606,16 @@ fn answer<G: GameEnv>(task: &Task<G>, search: &Search<G>) -> Answer {
     let moves = tree.moves(NodeId::ROOT);
     let priors = tree.priors(NodeId::ROOT);
     let mut infos = Vec::new();
-    for (order, &(m, child, visits)) in ranked.iter().enumerate() {
-        if visits == 0 && order > 0 {
-            break;
+    for &(m, child, visits) in &ranked {
+        // Unvisited moves are left out (but the first), wherever they rank: a move shown to
+        // lose at once ranks after them and is still listed with its visits.
+        if visits == 0 && !infos.is_empty() {
+            continue;
         }
         if task.max_infos.is_some_and(|n| infos.len() >= n) {
             break;
         }
+        let order = infos.len();
         let line = uci_search::line_from(tree, m, child, root_q);
         let prior = moves.iter().position(|&x| x == m).map_or(0.0, |i| priors[i]);
         infos.push(MoveInfo {

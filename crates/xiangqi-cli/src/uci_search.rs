@@ -426,18 +426,22 @@ fn wins_at_once<G: GameEnv>(tree: &Tree<G>, m: Move) -> bool {
     tree.game(NodeId::ROOT).is_some_and(|g| g.is_winning_move(m))
 }
 
-/// Root moves not banned, moves that win at once first, then `preferred` (a Gumbel search's
-/// [`halving_winner`]), then most visited first (ties: higher prior), with their child nodes.
+/// Root moves not banned, moves that win at once first, moves the rules show to lose at once
+/// last (their child is a terminal or a proven win for the opponent: at a small PUCT budget a
+/// blunder with a large prior can keep the most visits after its first visit showed the loss),
+/// and between them `preferred` (a Gumbel search's [`halving_winner`]) first, then most visited
+/// (ties: higher prior), with their child nodes.
 pub(crate) fn ranked_root_moves<G: GameEnv>(
     tree: &Tree<G>,
     banned: &[Move],
     preferred: Option<Move>,
 ) -> Vec<(Move, NodeId, u32)> {
     let root = NodeId::ROOT;
-    // The sort key: wins at once, preferred, visits, prior.
+    // The sort key: wins at once, does not lose at once, preferred, visits, prior.
     struct Key {
         entry: (Move, NodeId, u32),
         wins: bool,
+        safe: bool,
         preferred: bool,
         prior: f32,
     }
@@ -450,12 +454,13 @@ pub(crate) fn ranked_root_moves<G: GameEnv>(
         .map(|((&m, &c), &prior)| {
             let visits = if c.is_none() { 0 } else { tree.visits(c) };
             let (wins, preferred) = (wins_at_once(tree, m), preferred == Some(m));
-            Key { entry: (m, c, visits), wins, preferred, prior }
+            let safe = !tree.is_won_by_rules(c);
+            Key { entry: (m, c, visits), wins, safe, preferred, prior }
         })
         .collect();
     v.sort_by(|a, b| {
-        (b.wins, b.preferred, b.entry.2)
-            .cmp(&(a.wins, a.preferred, a.entry.2))
+        (b.wins, b.safe, b.preferred, b.entry.2)
+            .cmp(&(a.wins, a.safe, a.preferred, a.entry.2))
             .then(b.prior.total_cmp(&a.prior))
     });
     v.into_iter().map(|k| k.entry).collect()
@@ -722,6 +727,51 @@ fn search<G: GameEnv, E: Evaluator<G>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The engine's ranking puts last a move the rules show to lose at once, even when a small
+    /// PUCT search gave it the most visits (priors that favour exactly the moves allowing a mate
+    /// in one; position and reasoning as in xiangqi-search's `AVOID_MATE`).
+    #[test]
+    fn a_move_shown_to_lose_at_once_is_ranked_last() {
+        use rand::SeedableRng;
+        use xiangqi::{Game, Position, RuleSet};
+        use xiangqi_search::{Checked, EvalBuffer, ScriptedEvaluator};
+        let game = Game::new(
+            Position::from_fen("4k4/R8/1R7/9/9/9/9/9/1r7/3K5 b - - 0 1").unwrap(),
+            RuleSet::Asian,
+        );
+        let allows_mate = |g: &Game, m: Move| {
+            let mut after = g.clone();
+            after.play_unchecked(m);
+            after.has_winning_move(&after.legal_moves())
+        };
+        let config = SearchConfig { algorithm: Algorithm::Puct, ..SearchConfig::default() };
+        let mut search = Search::new(game.clone(), Checked::new(config).unwrap());
+        let mut eval = ScriptedEvaluator::new(|g: &Game, moves: &[Move], priors: &mut [f32]| {
+            for (p, &m) in priors.iter_mut().zip(moves) {
+                *p = if allows_mate(g, m) { 1.0 } else { 1e-3 };
+            }
+            0.0
+        });
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        search.run(32, false, &mut rng, &mut eval, &mut EvalBuffer::new()).unwrap();
+        let tree = search.tree();
+        let most = tree
+            .moves(NodeId::ROOT)
+            .iter()
+            .zip(tree.children(NodeId::ROOT))
+            .filter(|(_, c)| !c.is_none())
+            .max_by_key(|(_, c)| tree.visits(**c))
+            .map(|(&m, _)| m)
+            .unwrap();
+        assert!(allows_mate(&game, most), "the scenario: a blunder is the most visited");
+        let ranked = ranked_root_moves(tree, &[], None);
+        assert!(!allows_mate(&game, ranked[0].0), "{} allows mate in one", ranked[0].0);
+        let first_lost = ranked.iter().position(|&(_, c, _)| tree.is_won_by_rules(c)).unwrap();
+        assert!(ranked[first_lost..].iter().all(|&(_, c, _)| tree.is_won_by_rules(c)));
+        let best = search.result().best;
+        assert!(!allows_mate(&game, best), "Search::result's {best} allows mate in one");
+    }
 
     #[test]
     fn budgets_leave_a_reserve() {

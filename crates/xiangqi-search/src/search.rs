@@ -398,10 +398,18 @@ impl<G: SearchGame> Search<G> {
         let mut improved_value = root_value;
         let (best, policy) = match self.config.algorithm {
             Algorithm::Puct => {
-                let best = (0..moves.len())
-                    .max_by(|&a, &b| {
+                // The most visited move, but never one the rules show to lose at once while
+                // another does not: at a small budget a blunder with a large prior can keep the
+                // most visits after its first visit showed the loss.
+                let lost =
+                    |a: usize| self.tree.is_won_by_rules(self.tree.children[range.start + a]);
+                let most_visited = |candidates: &mut dyn Iterator<Item = usize>| {
+                    candidates.max_by(|&a, &b| {
                         visits[a].cmp(&visits[b]).then(priors[a].total_cmp(&priors[b]))
                     })
+                };
+                let best = most_visited(&mut (0..moves.len()).filter(|&a| !lost(a)))
+                    .or_else(|| most_visited(&mut (0..moves.len())))
                     .unwrap_or(0);
                 let total: u32 = visits.iter().sum();
                 let policy = if total == 0 {

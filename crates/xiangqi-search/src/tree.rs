@@ -293,6 +293,21 @@ impl<G: SearchGame> Tree<G> {
         self.nodes[id.index()].status
     }
 
+    /// Whether the rules have decided the position at `id` for its side to move: a terminal
+    /// that side won, or a proven win (`win_check`: it has a move that wins at once). Seen from
+    /// the parent, the move to `id` loses at once. `false` for [`NodeId::NONE`].
+    pub fn is_won_by_rules(&self, id: NodeId) -> bool {
+        if id.is_none() {
+            return false;
+        }
+        let n = &self.nodes[id.index()];
+        match n.status {
+            NodeStatus::ProvenWin => true,
+            NodeStatus::Terminal => n.value > 0.0,
+            NodeStatus::Pending | NodeStatus::Expanded => false,
+        }
+    }
+
     /// Completed visits of a node.
     ///
     /// # Panics

@@ -196,6 +196,34 @@ fn the_tree_win_check_sees_a_mate_in_one_allowed() {
     }
 }
 
+/// PUCT at a small budget with priors that favour the blunders: a blunder's first visit shows
+/// the loss (`win_check = "tree"`), but with most of the prior it still gathers the most visits.
+/// The move played is the most visited one that does not lose at once.
+#[test]
+fn puct_never_plays_a_move_shown_to_lose_at_once() {
+    let g = game(AVOID_MATE);
+    let config = SearchConfig { algorithm: Algorithm::Puct, ..SearchConfig::default() };
+    let mut s = Search::new(g.clone(), Checked::new(config).unwrap());
+    let mut eval = ScriptedEvaluator::new(|game: &Game, moves: &[Move], priors: &mut [f32]| {
+        for (p, &m) in priors.iter_mut().zip(moves) {
+            *p = if allows_mate(game, m) { 1.0 } else { 1e-3 };
+        }
+        0.0
+    });
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let r = s.run(32, false, &mut rng, &mut eval, &mut EvalBuffer::new()).unwrap();
+    let most = (0..r.moves.len()).max_by_key(|&i| r.visits[i]).unwrap();
+    assert!(allows_mate(&g, r.moves[most]), "the scenario: a blunder is the most visited");
+    assert!(!allows_mate(&g, r.best), "{} allows mate in one", r.best);
+    let best = r.moves.iter().position(|&m| m == r.best).unwrap();
+    let safe_most = (0..r.moves.len())
+        .filter(|&i| !allows_mate(&g, r.moves[i]))
+        .map(|i| r.visits[i])
+        .max()
+        .unwrap();
+    assert_eq!(r.visits[best], safe_most, "the most visited of the safe moves");
+}
+
 #[test]
 fn puct_avoids_a_move_that_allows_mate_in_one() {
     let g = game(AVOID_MATE);
