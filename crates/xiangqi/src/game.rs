@@ -398,7 +398,16 @@ impl Game {
     }
 
     /// The moves of `moves` (legal moves here) that win at once, in their order: the answer of
-    /// [`Game::is_winning_move`] for each, computed faster for a long list.
+    /// [`Game::is_winning_move`] for each, computed faster for a long list (see
+    /// [`Game::winning_move_indices`]).
+    ///
+    /// # Panics
+    /// May panic or give a wrong answer if a move is not in [`Game::legal_moves`].
+    pub fn winning_moves<'a>(&'a self, moves: &'a [Move]) -> impl Iterator<Item = Move> + 'a {
+        self.winning_move_indices(moves).map(|i| moves[i])
+    }
+
+    /// The indices into `moves` (legal moves here) of the moves that win at once, ascending.
     ///
     /// A move is cleared without the opponent's move generation when it does not give check
     /// (told by geometry, else on a scratch board) and leaves one of two prepared replies of the
@@ -409,7 +418,10 @@ impl Game {
     ///
     /// # Panics
     /// May panic or give a wrong answer if a move is not in [`Game::legal_moves`].
-    pub fn winning_moves<'a>(&'a self, moves: &'a [Move]) -> impl Iterator<Item = Move> + 'a {
+    pub fn winning_move_indices<'a>(
+        &'a self,
+        moves: &'a [Move],
+    ) -> impl Iterator<Item = usize> + 'a {
         let over = self.outcome.is_some();
         let witnesses = self.position.reply_witnesses();
         // The keys a position after a quiet move could repeat: same side to move as after it,
@@ -425,7 +437,8 @@ impl Game {
             let k = self.position.key_after_quiet(m) as usize & 511;
             filter[k / 64] & (1 << (k % 64)) == 0
         };
-        moves.iter().copied().filter(move |&m| {
+        (0..moves.len()).filter(move |&i| {
+            let m = moves[i];
             if over {
                 return false;
             }

@@ -12,6 +12,8 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
+mod common;
+
 use proptest::prelude::*;
 use proptest::sample::Index;
 use xiangqi::{
@@ -437,16 +439,8 @@ proptest! {
 /// the opponent's replies) against playing every legal move on a copy of the game and reading
 /// its verdict. Returns how many winning moves the position had.
 fn check_winning_moves(game: &Game) -> Result<usize, TestCaseError> {
-    let mover = game.position().turn();
     let legal = game.legal_moves();
-    let expected: Vec<Move> = legal
-        .iter()
-        .copied()
-        .filter(|&m| {
-            let mut copy = game.clone();
-            copy.play(m).unwrap().and_then(|o| o.winner()) == Some(mover)
-        })
-        .collect();
+    let expected = common::winning_moves_by_playing(game);
     let fast: Vec<Move> = game.winning_moves(&legal).collect();
     prop_assert_eq!(&fast, &expected, "winning moves in {:?}", game.position());
     prop_assert_eq!(game.has_winning_move(&legal), !expected.is_empty());

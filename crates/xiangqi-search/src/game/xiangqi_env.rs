@@ -45,13 +45,7 @@ impl SearchGame for Game {
     }
 
     fn winning_moves(&self, moves: &[Move], out: &mut Vec<u32>) {
-        // Moves are distinct, so each winner's index is its first occurrence.
-        let mut next = 0;
-        for m in Game::winning_moves(self, moves) {
-            let at = next + moves[next..].iter().position(|&x| x == m).expect("a winner is listed");
-            out.push(at as u32);
-            next = at + 1;
-        }
+        out.extend(self.winning_move_indices(moves).map(|i| i as u32));
     }
 }
 

@@ -1,7 +1,7 @@
 //! Helpers shared by the rules crate's integration tests.
 #![allow(dead_code)] // each test binary uses a part of these
 
-use xiangqi::{Piece, Position, Setup, Square, Validation};
+use xiangqi::{Game, Move, Piece, Position, Setup, Square, Validation};
 
 /// A deterministic 64-bit LCG (Knuth's MMIX constants); the high bits drive the choices.
 pub struct Lcg(pub u64);
@@ -24,4 +24,18 @@ pub fn colour_flip(pos: &Position) -> Position {
     setup.turn = pos.turn().other();
     setup.halfmove_clock = pos.halfmove_clock();
     Position::from_setup(&setup, Validation::Strict).expect("the colour flip of a legal position")
+}
+
+/// The legal moves of `game` that win at once for the side to move, found the slow way: each
+/// played on a copy of the game, the verdict read (the reference for `Game::winning_moves`).
+pub fn winning_moves_by_playing(game: &Game) -> Vec<Move> {
+    let mover = game.position().turn();
+    game.legal_moves()
+        .iter()
+        .copied()
+        .filter(|&m| {
+            let mut copy = game.clone();
+            copy.play(m).unwrap().and_then(|o| o.winner()) == Some(mover)
+        })
+        .collect()
 }
