@@ -178,12 +178,53 @@ fn split_option(text: &str) -> anyhow::Result<(String, String)> {
 }
 
 /// A search config with `NAME=VALUE` overrides of `[search]` keys.
-fn search_config(options: &[(String, String)]) -> anyhow::Result<SearchConfig> {
-    let config: SearchConfig = option_table(options)?
-        .try_into()
-        .map_err(|e: toml::de::Error| anyhow::anyhow!("mcts option: {}", e.message()))?;
+///
+/// # Errors
+/// An option that is no `[search]` key or has a bad value (named), a `simulations` option that
+/// `--sims` contradicts, or settings that do not validate.
+fn search_config(options: &[(String, String)], budget: PlayBudget) -> anyhow::Result<SearchConfig> {
+    let given = option_table(options)?;
+    check_sims_option(&given, budget)?;
+    let config = config_over(&toml::Table::new(), &given).context("mcts option")?;
     config.validate().context("mcts option")?;
     Ok(config)
+}
+
+/// `base` (`[search]` keys) with the `given` options over it, as a config.
+///
+/// # Errors
+/// The deserializer's complaint, naming the option at fault: the first that fails over `base`
+/// on its own (the deserializer's own message does not say which key it was reading).
+fn config_over(base: &toml::Table, given: &toml::Table) -> anyhow::Result<SearchConfig> {
+    let with = |options: &mut dyn Iterator<Item = (&String, &toml::Value)>| {
+        let mut table = base.clone();
+        for (key, value) in options {
+            table.insert(key.clone(), value.clone());
+        }
+        toml::Value::Table(table).try_into::<SearchConfig>()
+    };
+    with(&mut given.iter()).map_err(|e| {
+        match given.iter().find(|&option| with(&mut std::iter::once(option)).is_err()) {
+            Some((key, value)) => anyhow::anyhow!("{key}={value}: {}", e.message()),
+            None => anyhow::anyhow!("{}", e.message()),
+        }
+    })
+}
+
+/// Refuses a `simulations` option that `--sims` contradicts: one of the two would be ignored.
+///
+/// # Errors
+/// The two differ.
+fn check_sims_option(given: &toml::Table, budget: PlayBudget) -> anyhow::Result<()> {
+    if let (Some(sims), Some(option)) = (budget.sims, given.get("simulations"))
+        && option.as_integer() != Some(i64::from(sims))
+    {
+        bail!(
+            "option simulations={option} contradicts --sims {sims} (the budget of every search \
+             player): give one of them"
+        );
+    }
+    Ok(())
 }
 
 /// How a player's moves are limited, for a network player's choice of algorithm: `--sims`, and
@@ -217,16 +258,12 @@ fn net_search_config(
     base.simulations = defaults.simulations;
     base.dirichlet_epsilon = 0.0;
     base.full_search_prob = 1.0;
-    let mut table = toml::Table::try_from(&base).context("the network's [search]")?;
+    let table = toml::Table::try_from(&base).context("the network's [search]")?;
     let given = option_table(options)?;
+    check_sims_option(&given, budget)?;
     // Read from the parsed table, so that a quoted key (`"algorithm"=puct`) counts too.
     let names_algorithm = given.contains_key("algorithm");
-    for (key, value) in given {
-        table.insert(key, value);
-    }
-    let mut config: SearchConfig = table
-        .try_into()
-        .map_err(|e: toml::de::Error| anyhow::anyhow!("search option: {}", e.message()))?;
+    let mut config = config_over(&table, &given).context("search option")?;
     if !names_algorithm {
         let sims = match budget {
             PlayBudget { sims: Some(n), .. } => Some(u64::from(n)),
@@ -336,7 +373,7 @@ pub(crate) fn parse_player(
             Ok(PlayerSpec::Local(LocalPlayer::Greedy { seed }))
         }
         "mcts" => {
-            let config = search_config(&options)?;
+            let config = search_config(&options, budget)?;
             Ok(PlayerSpec::Local(LocalPlayer::Mcts { name: "mcts".to_string(), config }))
         }
         other if other.starts_with("net:") || PathBuf::from(other).is_dir() => {
@@ -721,14 +758,20 @@ mod tests {
         assert!(parse_sprt("10,0").is_err());
         assert!(parse_sprt("x").is_err());
         assert!(parse_sprt("1,2,3").is_err());
-        let c = search_config(&[
-            ("c_puct".to_string(), "2.5".to_string()),
-            ("algorithm".to_string(), "gumbel".to_string()),
-        ])
-        .unwrap();
+        let opt = |n: &str, v: &str| (n.to_string(), v.to_string());
+        let free = PlayBudget::default();
+        let c = search_config(&[opt("c_puct", "2.5"), opt("algorithm", "gumbel")], free).unwrap();
         assert_eq!(c.c_puct, 2.5);
         assert_eq!(c.algorithm, xiangqi_search::Algorithm::Gumbel);
-        assert!(search_config(&[("c_pcut".to_string(), "1".to_string())]).is_err());
+        assert!(search_config(&[opt("c_pcut", "1")], free).is_err());
+        // A value of the wrong type: the message names the option, not only the type.
+        let e = search_config(&[opt("simulations", "64"), opt("c_puct", "abc")], free).unwrap_err();
+        assert!(format!("{e:#}").contains("mcts option: c_puct=\"abc\": invalid type"), "{e:#}");
+        // `--sims` and a `simulations` option that disagrees: one would be ignored.
+        let sims = PlayBudget { sims: Some(400), timed: false };
+        let e = search_config(&[opt("simulations", "64")], sims).unwrap_err();
+        assert!(format!("{e:#}").contains("--sims 400"), "{e:#}");
+        assert_eq!(search_config(&[opt("simulations", "400")], sims).unwrap().simulations, 400);
         assert!(split_option("novalue").is_err());
     }
 
@@ -790,6 +833,11 @@ mod tests {
         );
         let e = net_search_config(Some(&recorded), &[opt("c_pcut", "1")], sims(32)).unwrap_err();
         assert!(format!("{e:#}").contains("c_pcut"), "{e:#}");
+        let e = net_search_config(Some(&recorded), &[opt("win_check", "7")], sims(32)).unwrap_err();
+        assert!(format!("{e:#}").contains("search option: win_check=7"), "{e:#}");
+        let e =
+            net_search_config(Some(&recorded), &[opt("simulations", "64")], sims(32)).unwrap_err();
+        assert!(format!("{e:#}").contains("contradicts --sims 32"), "{e:#}");
         let e = net_search_config(Some(&recorded), &[opt("c_puct", "-1")], sims(32)).unwrap_err();
         assert!(format!("{e:#}").contains("c_puct"), "{e:#}");
     }
