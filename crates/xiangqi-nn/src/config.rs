@@ -257,6 +257,12 @@ pub enum LrSchedule {
     Cosine,
     /// Multiplied by `decay_factor` every `decay_every` steps.
     Step,
+    /// Cosine from `learning_rate` down to `learning_rate · final_lr_fraction` over the run's
+    /// budget, as the training loop reports its progress through it (the share of
+    /// `loop.max_hours`, `loop.max_steps` or `loop.max_samples` spent, whichever is furthest;
+    /// see [`crate::Trainer::set_run_progress`]). Without a budget, `learning_rate` throughout.
+    /// The anneal of a fixed-budget run: the net of the budget's end is trained at the floor.
+    CosineRun,
 }
 
 /// The `[training]` section: optimizer, learning-rate schedule, regularisation and the loss.
@@ -269,11 +275,11 @@ pub struct TrainConfig {
     pub learning_rate: f64,
     /// Steps of linear warm-up from 0 to `learning_rate`; 0 = none.
     pub warmup_steps: u64,
-    /// `"constant"`, `"cosine"` or `"step"`.
+    /// `"constant"`, `"cosine"`, `"step"` or `"cosine_run"`.
     pub schedule: LrSchedule,
     /// Cosine: the step where the learning rate reaches its floor.
     pub total_steps: u64,
-    /// Cosine: the floor as a fraction of `learning_rate`.
+    /// Cosine and cosine_run: the floor as a fraction of `learning_rate`.
     pub final_lr_fraction: f64,
     /// Step: steps between two decays.
     pub decay_every: u64,
@@ -400,8 +406,10 @@ impl TrainConfig {
         )?;
         match self.schedule {
             LrSchedule::Constant => {}
-            LrSchedule::Cosine => {
-                check(self.total_steps >= 1, "training.total_steps", "must be at least 1")?;
+            LrSchedule::Cosine | LrSchedule::CosineRun => {
+                if self.schedule == LrSchedule::Cosine {
+                    check(self.total_steps >= 1, "training.total_steps", "must be at least 1")?;
+                }
                 check(
                     self.final_lr_fraction.is_finite()
                         && (0.0..=1.0).contains(&self.final_lr_fraction),
@@ -425,21 +433,33 @@ impl TrainConfig {
 
     /// The learning rate of optimizer step `step` (counted from 0): linear warm-up over
     /// `warmup_steps` (step 0 gets `learning_rate / warmup_steps`), then the schedule, which
-    /// counts from the end of the warm-up.
+    /// counts from the end of the warm-up. `cosine_run` reads as `constant` here: its rate
+    /// depends on the run's progress ([`TrainConfig::learning_rate_in_run`]).
     pub fn learning_rate_at(&self, step: u64) -> f64 {
+        self.learning_rate_in_run(step, None)
+    }
+
+    /// The learning rate of optimizer step `step` when `progress` (0 to 1, clamped) of the
+    /// run's budget is spent; `None` for a run without a budget. Only `cosine_run` reads
+    /// `progress`; the warm-up comes first in every schedule.
+    pub fn learning_rate_in_run(&self, step: u64, progress: Option<f64>) -> f64 {
         let base = self.learning_rate;
         if step < self.warmup_steps {
             return base * (step + 1) as f64 / self.warmup_steps as f64;
         }
         let t = step - self.warmup_steps;
+        let cosine = |progress: f64| {
+            let floor = base * self.final_lr_fraction;
+            let progress = if progress.is_nan() { 0.0 } else { progress.clamp(0.0, 1.0) };
+            floor + (base - floor) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+        };
         match self.schedule {
             LrSchedule::Constant => base,
             LrSchedule::Cosine => {
-                let floor = base * self.final_lr_fraction;
                 let total = self.total_steps.saturating_sub(self.warmup_steps).max(1);
-                let progress = (t as f64 / total as f64).min(1.0);
-                floor + (base - floor) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+                cosine(t as f64 / total as f64)
             }
+            LrSchedule::CosineRun => progress.map_or(base, cosine),
             LrSchedule::Step => {
                 let decays = (t / self.decay_every).min(i32::MAX as u64) as i32;
                 base * self.decay_factor.powi(decays)
@@ -558,5 +578,20 @@ mod tests {
         assert!((c.learning_rate_at(54) - 0.55).abs() < 1e-12);
         assert!((c.learning_rate_at(104) - 0.1).abs() < 1e-12);
         assert!((c.learning_rate_at(500) - 0.1).abs() < 1e-12);
+        // Over the run's budget: the cosine of the share spent, after the warm-up; a run
+        // without a budget keeps the peak.
+        c.schedule = LrSchedule::CosineRun;
+        c.total_steps = 0;
+        assert!(c.validate().is_ok(), "cosine_run needs no total_steps");
+        assert_eq!(c.learning_rate_in_run(1, Some(0.9)), 0.5, "warm-up first");
+        assert_eq!(c.learning_rate_in_run(500, None), 1.0);
+        assert_eq!(c.learning_rate_at(500), 1.0);
+        assert!((c.learning_rate_in_run(500, Some(0.0)) - 1.0).abs() < 1e-12);
+        assert!((c.learning_rate_in_run(500, Some(0.5)) - 0.55).abs() < 1e-12);
+        assert!((c.learning_rate_in_run(5, Some(1.0)) - 0.1).abs() < 1e-12);
+        assert!((c.learning_rate_in_run(5, Some(3.0)) - 0.1).abs() < 1e-12, "past the budget");
+        assert!((c.learning_rate_in_run(5, Some(f64::NAN)) - 1.0).abs() < 1e-12);
+        let parsed: TrainConfig = toml::from_str("schedule = \"cosine_run\"").unwrap();
+        assert_eq!(parsed.schedule, LrSchedule::CosineRun);
     }
 }

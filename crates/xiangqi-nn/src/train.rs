@@ -101,6 +101,8 @@ pub struct Trainer {
     rng: ChaCha8Rng,
     step: u64,
     samples: u64,
+    /// The share of the run's budget spent, for the `cosine_run` schedule.
+    run_progress: Option<f64>,
 }
 
 impl std::fmt::Debug for Trainer {
@@ -409,6 +411,7 @@ impl Trainer {
             rng: rng.restore(),
             step,
             samples,
+            run_progress: None,
         })
     }
 
@@ -479,6 +482,13 @@ impl Trainer {
         self.optim = optim;
         self.config = config.clone();
         Ok(())
+    }
+
+    /// Tells the trainer how much of its run's budget is spent, 0 to 1 (`None`: the run has no
+    /// budget), for the `cosine_run` schedule; other schedules ignore it. It holds until the
+    /// next call, and a new trainer starts with `None`.
+    pub fn set_run_progress(&mut self, progress: Option<f64>) {
+        self.run_progress = progress;
     }
 
     /// The network folded for inference on `device` (a plain device such as `Device::flex()`).
@@ -560,7 +570,7 @@ impl Trainer {
         if clip > 0.0 && grad_norm > clip {
             net.visit(&mut ScaleGrads { grads: &mut grads, factor: clip / grad_norm });
         }
-        let learning_rate = self.config.learning_rate_at(self.step);
+        let learning_rate = self.config.learning_rate_in_run(self.step, self.run_progress);
         self.net = Some(self.optim.step(learning_rate, net, grads));
 
         let metrics = StepMetrics {

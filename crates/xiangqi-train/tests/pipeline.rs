@@ -730,3 +730,52 @@ fn the_improved_recorded_value_needs_gumbel_and_new_keys_are_written_only_when_s
     let text = toml::to_string(&tiny()).unwrap();
     assert!(!text.contains("recorded_value") && !text.contains("keep_every_minutes"), "{text}");
 }
+
+/// `schedule = "cosine_run"` anneals the learning rate over the run's budget: with a budget of
+/// steps each step's rate is the cosine of the share spent before it, from the peak down to
+/// the floor; a run with no budget keeps the peak.
+#[test]
+fn cosine_run_anneals_over_the_budget() {
+    use xiangqi_nn::LrSchedule;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-cosine-run-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let config = |max_steps: u64| {
+        let mut c = tiny();
+        c.training.schedule = LrSchedule::CosineRun;
+        c.training.learning_rate = 0.01;
+        c.training.final_lr_fraction = 0.1;
+        c.run.max_steps = max_steps;
+        c
+    };
+    let budget = 12;
+    let mut run =
+        TrainingRun::create(config(budget).check().unwrap(), RunPaths::under(&tmp.join("a")))
+            .unwrap();
+    let mut steps = Steps::default();
+    assert_eq!(run.run(None, &mut steps).unwrap(), StopReason::Budget);
+    let rates: Vec<f64> = steps.0.iter().map(|m| m.learning_rate).collect();
+    // The budget is looked at between iterations, so the last iteration may finish past it.
+    assert!(rates.len() as u64 >= budget, "{rates:?}");
+    for (k, &rate) in rates.iter().enumerate() {
+        // Cosine of the share spent, k / budget (at most 1), from 0.01 down to the floor
+        // 0.001, worked out by hand.
+        let share = (k as f64 / budget as f64).min(1.0);
+        let expected = 0.001 + 0.009 * 0.5 * (1.0 + (std::f64::consts::PI * share).cos());
+        assert!((rate - expected).abs() < 1e-12, "step {k}: {rate} against {expected}");
+    }
+    let first = &rates[..budget as usize];
+    assert!(first.windows(2).all(|w| w[1] < w[0]), "not falling: {rates:?}");
+    // The budget's last step, at 11/12 of it: within 2% of the fall above the floor.
+    assert!(rates[budget as usize - 1] < 0.001 + 0.02 * 0.009, "{rates:?}");
+    drop(run);
+
+    // No budget: the peak throughout.
+    let mut run =
+        TrainingRun::create(config(0).check().unwrap(), RunPaths::under(&tmp.join("b"))).unwrap();
+    let mut steps = Steps::default();
+    run.run(Some(2), &mut steps).unwrap();
+    assert!(!steps.0.is_empty());
+    assert!(steps.0.iter().all(|m| m.learning_rate == 0.01), "{:?}", steps.0);
+    let _ = fs::remove_dir_all(&tmp);
+}

@@ -482,6 +482,22 @@ impl TrainingRun {
         self.window.samples
     }
 
+    /// The share of the run's budget spent (the furthest of `max_hours`, `max_steps` and
+    /// `max_samples` among those set), or `None` when none is set: the progress the
+    /// `cosine_run` learning-rate schedule follows.
+    fn budget_progress(&self) -> Option<f64> {
+        let r = self.config.run();
+        let share = |spent: f64, limit: f64| (limit > 0.0).then(|| spent / limit);
+        [
+            share(self.elapsed().as_secs_f64(), r.max_hours * 3600.0),
+            share(self.trainer.step_count() as f64, r.max_steps as f64),
+            share(self.total_samples as f64, r.max_samples as f64),
+        ]
+        .into_iter()
+        .flatten()
+        .reduce(f64::max)
+    }
+
     fn budget_spent(&self) -> bool {
         let r = self.config.run();
         (r.max_steps > 0 && self.trainer.step_count() >= r.max_steps)
@@ -721,6 +737,8 @@ impl TrainingRun {
             self.window.fill_batch(&mut batch, r.batch_size, seed, &targets).map_err(|reason| {
                 PipelineError::Shard { path: self.paths.shards.clone(), reason }
             })?;
+            let progress = self.budget_progress();
+            self.trainer.set_run_progress(progress);
             let m = self.trainer.step(&batch)?;
             observer.step(&m);
             accumulate(&mut sums, &m);

@@ -286,6 +286,8 @@ impl TrainingRun {
             window.fill_batch(&mut batch, r.batch_size, seed, &targets).map_err(|reason| {
                 PipelineError::Pretrain { path: Path::new(&source).into(), reason }
             })?;
+            let progress = self.budget_progress();
+            self.trainer.set_run_progress(progress);
             let m = self.trainer.step(&batch)?;
             observer.step(&m);
             accumulate(&mut sums, &m);
