@@ -183,9 +183,10 @@ fn split_option(text: &str) -> anyhow::Result<(String, String)> {
 /// An option that is no `[search]` key or has a bad value (named), a `simulations` option that
 /// `--sims` contradicts, or settings that do not validate.
 fn search_config(options: &[(String, String)], budget: PlayBudget) -> anyhow::Result<SearchConfig> {
-    let given = option_table(options)?;
+    let given = option_table(options).context("mcts option")?;
     check_sims_option(&given, budget)?;
-    let config = config_over(&toml::Table::new(), &given).context("mcts option")?;
+    let mut config = config_over(&toml::Table::new(), &given).context("mcts option")?;
+    fit_cheap_simulations(&mut config, &given);
     config.validate().context("mcts option")?;
     Ok(config)
 }
@@ -259,11 +260,12 @@ fn net_search_config(
     base.dirichlet_epsilon = 0.0;
     base.full_search_prob = 1.0;
     let table = toml::Table::try_from(&base).context("the network's [search]")?;
-    let given = option_table(options)?;
+    let given = option_table(options).context("search option")?;
     check_sims_option(&given, budget)?;
     // Read from the parsed table, so that a quoted key (`"algorithm"=puct`) counts too.
     let names_algorithm = given.contains_key("algorithm");
     let mut config = config_over(&table, &given).context("search option")?;
+    fit_cheap_simulations(&mut config, &given);
     if !names_algorithm {
         let sims = match budget {
             PlayBudget { sims: Some(n), .. } => Some(u64::from(n)),
@@ -283,17 +285,34 @@ fn net_search_config(
 
 /// `NAME=VALUE` options as a TOML table (a bare word that is not a TOML value, such as gumbel or
 /// puct, is taken as a string).
+///
+/// # Errors
+/// An option that is no TOML key and value even as a string, or a key given twice; each names
+/// the option.
 fn option_table(options: &[(String, String)]) -> anyhow::Result<toml::Table> {
-    let mut doc = String::new();
+    let mut table = toml::Table::new();
     for (n, v) in options {
-        let line = format!("{n} = {v}\n");
-        if toml::from_str::<toml::Table>(&line).is_ok() {
-            doc.push_str(&line);
-        } else {
-            doc.push_str(&format!("{n} = {:?}\n", v));
+        let parsed = toml::from_str::<toml::Table>(&format!("{n} = {v}")).or_else(|_| {
+            toml::from_str::<toml::Table>(&format!("{n} = {}", toml::Value::String(v.clone())))
+        });
+        let parsed = parsed.map_err(|e| anyhow::anyhow!("{n}={v}: {}", e.message()))?;
+        for (key, value) in parsed {
+            if table.contains_key(&key) {
+                bail!("{key} is given twice");
+            }
+            table.insert(key, value);
         }
     }
-    toml::from_str(&doc).map_err(|e| anyhow::anyhow!("search option: {}", e.message()))
+    Ok(table)
+}
+
+/// Leaves the cheap searches' budget no larger than the full one's unless an option names it:
+/// a player makes full searches only, so a `simulations` option below the defaults'
+/// `cheap_simulations` must not be refused for it.
+fn fit_cheap_simulations(config: &mut SearchConfig, given: &toml::Table) {
+    if !given.contains_key("cheap_simulations") {
+        config.cheap_simulations = config.cheap_simulations.min(config.simulations);
+    }
 }
 
 /// A player named on the command line: one the arena drives itself, or an external engine.
@@ -772,6 +791,23 @@ mod tests {
         let e = search_config(&[opt("simulations", "64")], sims).unwrap_err();
         assert!(format!("{e:#}").contains("--sims 400"), "{e:#}");
         assert_eq!(search_config(&[opt("simulations", "400")], sims).unwrap().simulations, 400);
+        // Below the defaults' cheap_simulations (100): a player makes full searches only.
+        let sims = PlayBudget { sims: Some(16), timed: false };
+        let c = search_config(&[opt("simulations", "16")], sims).unwrap();
+        assert_eq!((c.simulations, c.cheap_simulations), (16, 16));
+        // Named by the user, it is theirs to get right.
+        assert!(
+            search_config(&[opt("simulations", "16"), opt("cheap_simulations", "32")], sims)
+                .is_err()
+        );
+        // A key given twice, and a value that is no TOML even as a string, are named.
+        let e = search_config(&[opt("c_puct", "1"), opt("c_puct", "2")], free).unwrap_err();
+        assert!(format!("{e:#}").contains("mcts option: c_puct is given twice"), "{e:#}");
+        let c = search_config(&[opt("algorithm", "puct\u{200b}")], free);
+        let e = c.unwrap_err();
+        assert!(format!("{e:#}").contains("algorithm=\"puct\u{200b}\""), "{e:#}");
+        let e = search_config(&[opt("a b", "1")], free).unwrap_err();
+        assert!(format!("{e:#}").contains("mcts option: a b=1:"), "{e:#}");
         assert!(split_option("novalue").is_err());
     }
 
