@@ -1182,3 +1182,59 @@ fn a_cpu_resume_never_starts_a_gpu_driver() {
     assert!(!log.contains("XDG_RUNTIME_DIR"), "a GPU driver was started:\n{log}");
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// `schedule = "cosine_run"` through the binary: with a step budget the learning rate in
+/// metrics.csv falls from the peak towards the floor over the run; with no budget the start
+/// warns that the rate stays at its peak (`--hours` limits the invocation, not the run).
+#[test]
+fn cosine_run_falls_over_the_budget_and_warns_without_one() {
+    let text = fs::read_to_string(tiny()).unwrap().replace(
+        "warmup_steps = 2",
+        "warmup_steps = 2\nschedule = \"cosine_run\"\nfinal_lr_fraction = 0.1",
+    );
+    assert!(text.contains("cosine_run"), "tiny.toml changed: no warmup_steps = 2 line");
+    let write = |name: &str, text: &str| {
+        let path =
+            std::env::temp_dir().join(format!("xqz-tiny-{name}-{}.toml", std::process::id()));
+        fs::write(&path, text).unwrap();
+        path
+    };
+    let budget = write("cosine-budget", &text.replace("max_steps = 600", "max_steps = 120"));
+    let none = write("cosine-none", &text.replace("max_steps = 600", "max_steps = 0"));
+
+    let dir = run_dir("cosine-budget");
+    let out = train(&dir, &["--config", budget.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("cosine_run"), "{}", stderr(&out));
+    let metrics = fs::read_to_string(dir.join("metrics.csv")).unwrap();
+    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|&c| c == "learning_rate").expect("a learning_rate column");
+    let rates: Vec<f64> = metrics
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(column).unwrap().parse().unwrap())
+        .filter(|&r: &f64| r > 0.0)
+        .collect();
+    assert!(rates.len() >= 3, "{metrics}");
+    // Each row holds its iteration's last rate. The peak is 0.002 and the floor 0.0002; an
+    // iteration takes at most 20 steps (4 games of at most 80 plies, twice over, batches of
+    // 32), so the first row is at most a sixth into the 120-step budget, and the last row at
+    // its end (the budget is looked at between iterations).
+    let (first, last) = (rates[0], rates[rates.len() - 1]);
+    assert!(first > 0.0018 && (0.0002 - 1e-9..0.0003).contains(&last), "{rates:?}");
+    assert!(rates.windows(2).all(|w| w[1] <= w[0]), "{rates:?}");
+    let _ = fs::remove_dir_all(&dir);
+
+    let dir = run_dir("cosine-none");
+    let out = train(&dir, &["--config", none.to_str().unwrap(), "--iterations", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: training.schedule = \"cosine_run\"")
+            && stderr(&out).contains("stays at 0.002"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = fs::remove_dir_all(&dir);
+    let _ = fs::remove_file(budget);
+    let _ = fs::remove_file(none);
+}

@@ -210,6 +210,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
 
+    let r = config.run();
+    if config.training().schedule == xiangqi_nn::LrSchedule::CosineRun
+        && r.max_hours <= 0.0
+        && r.max_steps == 0
+        && r.max_samples == 0
+    {
+        errln!(
+            "warning: training.schedule = \"cosine_run\" anneals over the run's budget \
+             (loop.max_hours, max_steps or max_samples) and the config sets none, so the \
+             learning rate stays at {} (--hours limits this invocation, not the run)",
+            config.training().learning_rate
+        );
+    }
     let deadline = args.hours.map(|h| started + Duration::from_secs_f64(h * 3600.0));
     let mut observer = CliObserver::new(&run_dir, stop, args.quiet, &config, deadline)?;
     errln!(

@@ -262,6 +262,8 @@ pub enum LrSchedule {
     /// `loop.max_hours`, `loop.max_steps` or `loop.max_samples` spent, whichever is furthest;
     /// see [`crate::Trainer::set_run_progress`]). Without a budget, `learning_rate` throughout.
     /// The anneal of a fixed-budget run: the net of the budget's end is trained at the floor.
+    /// Measured once, on the CPU main job's 15-minute runs, where it played worse than the
+    /// constant rate (`experiments/2026-12-06-lr-anneal-ab/`).
     CosineRun,
 }
 
@@ -441,25 +443,33 @@ impl TrainConfig {
 
     /// The learning rate of optimizer step `step` when `progress` (0 to 1, clamped) of the
     /// run's budget is spent; `None` for a run without a budget. Only `cosine_run` reads
-    /// `progress`; the warm-up comes first in every schedule.
+    /// `progress`. Its warm-up scales the cosine by `(step + 1) / warmup_steps` (the budget's
+    /// clock runs from the start, so the rate joins the curve where the run is when the
+    /// warm-up ends); the other schedules start after the warm-up.
     pub fn learning_rate_in_run(&self, step: u64, progress: Option<f64>) -> f64 {
         let base = self.learning_rate;
-        if step < self.warmup_steps {
-            return base * (step + 1) as f64 / self.warmup_steps as f64;
-        }
-        let t = step - self.warmup_steps;
+        let warming = step < self.warmup_steps;
+        let warm_share = (step + 1) as f64 / self.warmup_steps.max(1) as f64;
         let cosine = |progress: f64| {
             let floor = base * self.final_lr_fraction;
             let progress = if progress.is_nan() { 0.0 } else { progress.clamp(0.0, 1.0) };
             floor + (base - floor) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
         };
+        if self.schedule == LrSchedule::CosineRun {
+            let rate = progress.map_or(base, cosine);
+            return if warming { rate * warm_share } else { rate };
+        }
+        if warming {
+            return base * warm_share;
+        }
+        let t = step - self.warmup_steps;
         match self.schedule {
-            LrSchedule::Constant => base,
+            // `CosineRun` returned above.
+            LrSchedule::Constant | LrSchedule::CosineRun => base,
             LrSchedule::Cosine => {
                 let total = self.total_steps.saturating_sub(self.warmup_steps).max(1);
                 cosine(t as f64 / total as f64)
             }
-            LrSchedule::CosineRun => progress.map_or(base, cosine),
             LrSchedule::Step => {
                 let decays = (t / self.decay_every).min(i32::MAX as u64) as i32;
                 base * self.decay_factor.powi(decays)
@@ -583,7 +593,9 @@ mod tests {
         c.schedule = LrSchedule::CosineRun;
         c.total_steps = 0;
         assert!(c.validate().is_ok(), "cosine_run needs no total_steps");
-        assert_eq!(c.learning_rate_in_run(1, Some(0.9)), 0.5, "warm-up first");
+        // The warm-up scales the curve: half of the rate at 0.5 (0.55) at step 1 of 4.
+        assert!((c.learning_rate_in_run(1, Some(0.5)) - 0.275).abs() < 1e-12);
+        assert_eq!(c.learning_rate_in_run(1, None), 0.5);
         assert_eq!(c.learning_rate_in_run(500, None), 1.0);
         assert_eq!(c.learning_rate_at(500), 1.0);
         assert!((c.learning_rate_in_run(500, Some(0.0)) - 1.0).abs() < 1e-12);
