@@ -588,8 +588,8 @@ mod tests {
         assert!((c.learning_rate_at(54) - 0.55).abs() < 1e-12);
         assert!((c.learning_rate_at(104) - 0.1).abs() < 1e-12);
         assert!((c.learning_rate_at(500) - 0.1).abs() < 1e-12);
-        // Over the run's budget: the cosine of the share spent, after the warm-up; a run
-        // without a budget keeps the peak.
+        // Over the run's budget: the cosine of the share spent (scaled down during the
+        // warm-up); a run without a budget keeps the peak.
         c.schedule = LrSchedule::CosineRun;
         c.total_steps = 0;
         assert!(c.validate().is_ok(), "cosine_run needs no total_steps");
