@@ -210,11 +210,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
 
-    let r = config.run();
-    if config.training().schedule == xiangqi_nn::LrSchedule::CosineRun
-        && r.max_hours <= 0.0
-        && r.max_steps == 0
-        && r.max_samples == 0
+    if config.training().schedule == xiangqi_nn::LrSchedule::CosineRun && !config.run().has_budget()
     {
         errln!(
             "warning: training.schedule = \"cosine_run\" anneals over the run's budget \

@@ -197,6 +197,26 @@ pub(super) const MAX_WINDOW_SAMPLES: usize = 50_000_000;
 pub(super) const MAX_ARENA_GAMES: u32 = 100_000;
 
 impl LoopConfig {
+    /// The share of the run's budget spent after `elapsed_s` seconds, `steps` optimizer steps
+    /// and `samples` self-play samples: the furthest of `max_hours`, `max_steps` and
+    /// `max_samples` among those set (at least 1 once one is spent), or `None` when none is set.
+    pub fn budget_share(&self, elapsed_s: f64, steps: u64, samples: u64) -> Option<f64> {
+        let share = |spent: f64, limit: f64| (limit > 0.0).then(|| spent / limit);
+        [
+            share(elapsed_s, self.max_hours * 3600.0),
+            share(steps as f64, self.max_steps as f64),
+            share(samples as f64, self.max_samples as f64),
+        ]
+        .into_iter()
+        .flatten()
+        .reduce(f64::max)
+    }
+
+    /// Whether any of `max_hours`, `max_steps` and `max_samples` is set.
+    pub fn has_budget(&self) -> bool {
+        self.budget_share(0.0, 0, 0).is_some()
+    }
+
     /// Checks every value.
     ///
     /// # Errors

@@ -482,27 +482,15 @@ impl TrainingRun {
         self.window.samples
     }
 
-    /// The share of the run's budget spent (the furthest of `max_hours`, `max_steps` and
-    /// `max_samples` among those set), or `None` when none is set: the progress the
-    /// `cosine_run` learning-rate schedule follows.
+    /// The share of the run's budget spent ([`LoopConfig::budget_share`]), or `None` when the
+    /// config sets none: the progress the `cosine_run` learning-rate schedule follows.
     fn budget_progress(&self) -> Option<f64> {
-        let r = self.config.run();
-        let share = |spent: f64, limit: f64| (limit > 0.0).then(|| spent / limit);
-        [
-            share(self.elapsed().as_secs_f64(), r.max_hours * 3600.0),
-            share(self.trainer.step_count() as f64, r.max_steps as f64),
-            share(self.total_samples as f64, r.max_samples as f64),
-        ]
-        .into_iter()
-        .flatten()
-        .reduce(f64::max)
+        let elapsed = self.elapsed().as_secs_f64();
+        self.config.run().budget_share(elapsed, self.trainer.step_count(), self.total_samples)
     }
 
     fn budget_spent(&self) -> bool {
-        let r = self.config.run();
-        (r.max_steps > 0 && self.trainer.step_count() >= r.max_steps)
-            || (r.max_samples > 0 && self.total_samples >= r.max_samples)
-            || (r.max_hours > 0.0 && self.elapsed().as_secs_f64() >= r.max_hours * 3600.0)
+        self.budget_progress().is_some_and(|share| share >= 1.0)
     }
 
     /// Runs iterations until the observer asks to stop, a budget is spent, or `max_iterations`
