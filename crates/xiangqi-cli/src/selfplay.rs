@@ -243,6 +243,9 @@ fn play<G: GameEnv>(
         .map(|r| format!("{r} {}", stats.reasons[r.index()]))
         .collect();
     errln!("endings: {}", reasons.join(", "));
+    if stats.games_forked > 0 {
+        errln!("forks: {} of the games branched off an earlier one", stats.games_forked);
+    }
     errln!(
         "evaluator: {} batches, mean {:.1} states (fill {:.0}%), busy {:.0}% of wall time",
         stats.batches,

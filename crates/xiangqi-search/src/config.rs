@@ -343,6 +343,21 @@ pub struct SelfPlayConfig {
     /// configs of runs without it stay readable by earlier versions.
     #[serde(skip_serializing_if = "RecordedValue::is_mean")]
     pub recorded_value: RecordedValue,
+    /// The probability, in `[0, 1]`, that a new game is a fork instead of starting at the start
+    /// position: it replays one of the newest `games_in_flight` finished games (drawn uniformly;
+    /// a training run keeps them from one iteration to the next, though not across a restart)
+    /// up to a ply drawn uniformly among its searched plies, plays there a legal move drawn
+    /// uniformly among those the game did not play, and goes on as self-play. The plies before the fork are not samples; the first
+    /// search after it is always a full search, so the position after the other move (often
+    /// one that hangs a piece) is a policy target. After KataGo's forked games (its
+    /// `forkGameProb`, an alternative move anywhere in a game; KataGo picks it among a few
+    /// policy samples, here it is uniform). 0 (the default) never forks; written only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fork_game_prob: f32,
+}
+
+fn is_zero(x: &f32) -> bool {
+    *x == 0.0
 }
 
 impl Default for SelfPlayConfig {
@@ -362,6 +377,7 @@ impl Default for SelfPlayConfig {
             seed: 0,
             games_per_shard: 64,
             recorded_value: RecordedValue::Mean,
+            fork_game_prob: 0.0,
         }
     }
 }
@@ -391,6 +407,11 @@ impl SelfPlayConfig {
             "must be between 0 and 1",
         )?;
         check(self.length_cap >= 1, "selfplay.length_cap", "must be at least 1")?;
+        check(
+            unit_interval(self.fork_game_prob),
+            "selfplay.fork_game_prob",
+            "must be between 0 and 1",
+        )?;
         check(self.games_per_shard >= 1, "selfplay.games_per_shard", "must be at least 1")?;
         if let Some(name) = &self.rules {
             self.game

@@ -62,7 +62,8 @@ pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn
 pub use resign::ResignCalibration;
 pub use search::{Search, SearchResult};
 pub use selfplay::{
-    SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games, play_games_from,
+    ForkPool, ForkPools, SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games,
+    play_games_forking, play_games_from,
 };
 pub use shard::{
     FORMAT_VERSION, LOCAL_WORKER, SampleRef, Shard, ShardError, UNKNOWN_ENDING, UNKNOWN_GENERATION,

@@ -15,6 +15,10 @@
 //!
 //! # Per game
 //! * Opening: `opening_random_plies` uniformly random plies, neither searched nor recorded.
+//!   Or, with probability `fork_game_prob`, a fork of a recently finished game (of this call or,
+//!   through a [`ForkPool`] the caller keeps, of an earlier one): its moves up to a ply drawn
+//!   among its searched plies, then a uniformly random other legal move (none of these
+//!   recorded), and a full search next.
 //! * Each move: with probability `full_search_prob` a full search (`simulations`, root noise,
 //!   recorded as a policy target), else a cheap one (`cheap_simulations`, no noise, recorded with
 //!   `full_search = false`: value target only). This is playout cap randomization (Wu 2019).
@@ -31,7 +35,9 @@
 //! Game `i` draws every random number from its own generator, seeded from (`seed`, `i`); games
 //! are assigned to slots, batched and applied in a fixed order, and finished games are reported
 //! in a fixed order. With an evaluator that answers each state the same way whatever the batch,
-//! the games and their order do not depend on the thread count or on scheduling.
+//! the games and their order do not depend on the thread count or on scheduling. Forked games
+//! depend, besides, on the [`ForkPool`] passed in: the same calls in the same order give the
+//! same games.
 
 use std::error::Error;
 use std::time::{Duration, Instant};
@@ -39,7 +45,7 @@ use std::time::{Duration, Instant};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use thiserror::Error;
-use xiangqi::{Color, Outcome, OutcomeReason};
+use xiangqi::{Color, Move, Outcome, OutcomeReason};
 
 use crate::config::{Checked, ConfigError, RecordedValue, SearchConfig, SelfPlayConfig};
 use crate::driver::{Lane, Lockstep, evaluate_while_advancing};
@@ -56,6 +62,8 @@ pub type BoxError = Box<dyn Error + Send + Sync>;
 pub struct SelfPlayStats {
     /// Games started.
     pub games_started: u64,
+    /// Of which forks of an earlier game (`fork_game_prob`).
+    pub games_forked: u64,
     /// Games finished.
     pub games_finished: u64,
     /// Searched moves.
@@ -189,6 +197,10 @@ struct Running<G: GameEnv> {
     rng: ChaCha8Rng,
     samples: Vec<SampleTarget>,
     full: bool,
+    /// The next search is a full one whatever `full_search_prob` draws (the first after a fork).
+    force_full: bool,
+    /// Whether the game is a fork of an earlier game.
+    forked: bool,
     resign_disabled: bool,
     would_have_resigned: Option<Color>,
     lowest_value: [f32; 2],
@@ -220,21 +232,101 @@ impl<'s, G: GameEnv> Slot<'s, G> {
     }
 }
 
+/// A finished game that a new game may fork from: its rule set, where it began, its moves.
+struct ForkSource<G: GameEnv> {
+    rules: G::Rules,
+    start: G::Position,
+    moves: Vec<Move>,
+}
+
+/// The newest finished games (as many as `games_in_flight`) that new games fork from
+/// ([`SelfPlayConfig::fork_game_prob`]). A caller that plays in several calls (an iteration's
+/// games at a time) keeps one pool across them, so that the first games of a call can fork from
+/// the last call's: [`play_games_forking`]. Empty and unused while `fork_game_prob` is 0.
+pub struct ForkPool<G: GameEnv> {
+    games: std::collections::VecDeque<ForkSource<G>>,
+}
+
+impl<G: GameEnv> Default for ForkPool<G> {
+    fn default() -> Self {
+        ForkPool { games: std::collections::VecDeque::new() }
+    }
+}
+
+impl<G: GameEnv> ForkPool<G> {
+    /// Games held.
+    pub fn len(&self) -> usize {
+        self.games.len()
+    }
+
+    /// Whether no game is held (no new game can fork).
+    pub fn is_empty(&self) -> bool {
+        self.games.is_empty()
+    }
+
+    /// Adds a finished game, dropping the oldest beyond `capacity`.
+    fn push(&mut self, record: &GameRecord<G>, capacity: usize) {
+        self.games.push_back(ForkSource {
+            rules: record.rules,
+            start: record.start.clone(),
+            moves: record.moves.clone(),
+        });
+        while self.games.len() > capacity.max(1) {
+            self.games.pop_front();
+        }
+    }
+}
+
+/// A [`ForkPool`] of whichever game is played, for a caller that is not generic over the game
+/// (a training run, a worker).
+#[derive(Default)]
+pub struct ForkPools(Option<Box<dyn std::any::Any + Send>>);
+
+impl ForkPools {
+    /// The pool of game `G` (a new, empty one if the pools held another game's).
+    pub fn of<G: GameEnv>(&mut self) -> &mut ForkPool<G> {
+        if !self.0.as_ref().is_some_and(|b| b.is::<ForkPool<G>>()) {
+            self.0 = Some(Box::new(ForkPool::<G>::default()));
+        }
+        self.0
+            .as_mut()
+            .and_then(|b| b.downcast_mut::<ForkPool<G>>())
+            .expect("a pool of game G was just put there")
+    }
+}
+
 impl<G: GameEnv> Running<G> {
-    fn new(game_id: u64, settings: &Settings<G>, spare: Option<Search<G>>) -> Running<G> {
+    fn new(
+        game_id: u64,
+        settings: &Settings<G>,
+        spare: Option<Search<G>>,
+        forks: &ForkPool<G>,
+    ) -> Running<G> {
         let sp = &settings.selfplay;
         let mut rng = game_rng(sp.seed, game_id);
-        let mut game = G::new_game(G::start_position(settings.rules), settings.rules);
-        let mut moves = Vec::new();
-        for _ in 0..sp.opening_random_plies {
-            moves.clear();
-            game.legal_moves_into(&mut moves);
-            if moves.is_empty() || game.moves().len() >= sp.length_cap as usize {
-                break;
+        // The draws only when forking is on, so that runs without it keep their streams.
+        let fork = sp.fork_game_prob > 0.0 && rng.random::<f32>() < sp.fork_game_prob;
+        let forked = if fork && !forks.is_empty() {
+            let src = &forks.games[rng.random_range(0..forks.len())];
+            fork_of(src, settings, &mut rng)
+        } else {
+            None
+        };
+        let is_fork = forked.is_some();
+        let game = forked.unwrap_or_else(|| {
+            let mut game = G::new_game(G::start_position(settings.rules), settings.rules);
+            let mut moves = Vec::new();
+            for _ in 0..sp.opening_random_plies {
+                moves.clear();
+                game.legal_moves_into(&mut moves);
+                if moves.is_empty() || game.moves().len() >= sp.length_cap as usize {
+                    break;
+                }
+                let m = moves[rng.random_range(0..moves.len())];
+                game.play(m);
             }
-            let m = moves[rng.random_range(0..moves.len())];
-            game.play(m);
-        }
+            game
+        });
         let resign_disabled = rng.random::<f32>() < sp.resign_disabled_fraction;
         let search = Search::renewed(spare, game.clone(), &settings.search);
         Running {
@@ -244,6 +336,8 @@ impl<G: GameEnv> Running<G> {
             rng,
             samples: Vec::new(),
             full: true,
+            force_full: is_fork,
+            forked: is_fork,
             resign_disabled,
             would_have_resigned: None,
             lowest_value: [1.0; 2],
@@ -256,7 +350,9 @@ impl<G: GameEnv> Running<G> {
             return false;
         }
         let s = &settings.search;
-        self.full = s.full_search_prob >= 1.0 || self.rng.random::<f32>() < s.full_search_prob;
+        self.full = std::mem::take(&mut self.force_full)
+            || s.full_search_prob >= 1.0
+            || self.rng.random::<f32>() < s.full_search_prob;
         let sims = if self.full { s.simulations } else { s.cheap_simulations };
         self.search.start(sims, self.full, &mut self.rng);
         true
@@ -322,6 +418,37 @@ impl<G: GameEnv> Running<G> {
         };
         (record, self.search)
     }
+}
+
+/// A fork of `src` (see [`SelfPlayConfig::fork_game_prob`]): its moves up to a ply drawn
+/// uniformly among its searched plies (from `opening_random_plies` on, before `length_cap`),
+/// then a legal move other than the one it played there, drawn uniformly. `None` when the game
+/// was played under other rules, has no such ply or the ply no other legal move, or the other
+/// move ends the game.
+fn fork_of<G: GameEnv>(
+    src: &ForkSource<G>,
+    settings: &Settings<G>,
+    rng: &mut ChaCha8Rng,
+) -> Option<G> {
+    let sp = &settings.selfplay;
+    let first = sp.opening_random_plies as usize;
+    let end = src.moves.len().min((sp.length_cap as usize).saturating_sub(1));
+    if src.rules != settings.rules || first >= end {
+        return None;
+    }
+    let ply = rng.random_range(first..end);
+    let mut game = G::new_game(src.start.clone(), settings.rules);
+    for &m in &src.moves[..ply] {
+        game.play(m);
+    }
+    let mut others = Vec::new();
+    game.legal_moves_into(&mut others);
+    others.retain(|&m| m != src.moves[ply]);
+    if others.is_empty() {
+        return None;
+    }
+    game.play(others[rng.random_range(0..others.len())]);
+    game.outcome().is_none().then_some(game)
 }
 
 impl<G: GameEnv> Lane<G> for Slot<'_, G> {
@@ -418,6 +545,32 @@ pub fn play_games_from<G, E, F>(
     selfplay: &Checked<SelfPlayConfig>,
     games: u64,
     evaluator: &mut E,
+    on_event: F,
+) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
+where
+    G: GameEnv,
+    E: Evaluator<G>,
+    F: FnMut(SelfPlayEvent<'_, G>) -> Result<(), BoxError>,
+{
+    let mut forks = ForkPool::default();
+    play_games_forking(first_game_id, &mut forks, search, selfplay, games, evaluator, on_event)
+}
+
+/// [`play_games_from`] with a pool of finished games kept by the caller: new games fork from
+/// its games ([`SelfPlayConfig::fork_game_prob`]), and each game finished is added to it. A
+/// caller that plays in several calls passes the same pool to each, so that forks are not
+/// confined to games of the same call (with `games_in_flight` as large as the call's games, every
+/// game starts before any finishes).
+///
+/// # Errors
+/// As [`play_games`].
+pub fn play_games_forking<G, E, F>(
+    first_game_id: u64,
+    forks: &mut ForkPool<G>,
+    search: &Checked<SearchConfig>,
+    selfplay: &Checked<SelfPlayConfig>,
+    games: u64,
+    evaluator: &mut E,
     mut on_event: F,
 ) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
 where
@@ -451,7 +604,7 @@ where
         .collect();
     // Start the first games, group by group, slot by slot.
     for g in &mut groups {
-        start_games(g, &settings, games, &mut stats);
+        start_games(g, &settings, games, &mut stats, forks);
     }
     let mut turn = 0;
     while stats.games_finished < games {
@@ -497,12 +650,15 @@ where
             stats.full_searches += std::mem::take(&mut slot.full_searches);
             if let Some(record) = slot.finished.take() {
                 stats.count_game(&record);
+                if settings.selfplay.fork_game_prob > 0.0 {
+                    forks.push(&record, settings.selfplay.games_in_flight as usize);
+                }
                 stats.elapsed = start_time.elapsed();
                 on_event(SelfPlayEvent::GameFinished(&record, &stats))
                     .map_err(SelfPlayError::Handler)?;
             }
         }
-        start_games(processed, &settings, games, &mut stats);
+        start_games(processed, &settings, games, &mut stats, forks);
         stats.elapsed = start_time.elapsed();
         on_event(SelfPlayEvent::Progress(&stats)).map_err(SelfPlayError::Handler)?;
         turn ^= 1;
@@ -511,13 +667,14 @@ where
     Ok(stats)
 }
 
-/// Fills the group's idle slots with new games (numbered in slot order) and, while the batch
-/// has room, selects each new game's first leaf (its root).
+/// Fills the group's idle slots with new games (numbered in slot order; each may fork from a
+/// game of `forks`) and, while the batch has room, selects each new game's first leaf (its root).
 fn start_games<'s, G: GameEnv>(
     group: &mut Group<'s, G>,
     settings: &'s Settings<G>,
     games: u64,
     stats: &mut SelfPlayStats,
+    forks: &ForkPool<G>,
 ) {
     let mut pending: usize =
         group.slots.iter().filter_map(|s| s.run.as_ref()).map(|r| r.search.num_pending()).sum();
@@ -526,8 +683,9 @@ fn start_games<'s, G: GameEnv>(
             continue;
         }
         let game_id = settings.first_game_id.wrapping_add(stats.games_started);
-        let mut run = Running::new(game_id, settings, slot.spare.take());
+        let mut run = Running::new(game_id, settings, slot.spare.take(), forks);
         stats.games_started += 1;
+        stats.games_forked += u64::from(run.forked);
         if run.start_search(settings) {
             if pending < settings.selfplay.max_batch as usize {
                 pending += run.search.gather(1);

@@ -7,9 +7,10 @@ use xiangqi::{Color, Game, OutcomeReason, RuleSet};
 use xiangqi_search::resign::BINS;
 use xiangqi_search::shard::temp_path;
 use xiangqi_search::{
-    Algorithm, Checked, GameRecord, RecordedValue, ResignCalibration, ScriptedEvaluator,
+    Algorithm, Checked, ForkPool, GameRecord, RecordedValue, ResignCalibration, ScriptedEvaluator,
     SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, ShardError,
-    UniformEvaluator, Validate, list_shards, parse_pgn_moves, play_games, read_shard, write_shard,
+    UniformEvaluator, Validate, list_shards, parse_pgn_moves, play_games, play_games_forking,
+    read_shard, write_shard,
 };
 
 /// `config`, checked (the tests' settings are valid).
@@ -481,4 +482,95 @@ fn self_play_records_the_final_material_its_moves_lead_to() {
     let mut broken = GameRecord { final_material: None, ..records[0].clone() };
     broken.moves.insert(0, broken.moves[1]);
     assert_eq!(broken.final_material(), None);
+}
+
+/// `fork_game_prob = 1`: once a game has finished, every new game branches off a finished one:
+/// the same moves up to a searched ply, another legal move there, and samples only from the
+/// position after it, the first a full search.
+#[test]
+fn forked_games_branch_off_finished_games() {
+    let search = SearchConfig { full_search_prob: 0.0, ..small_search() };
+    let selfplay = SelfPlayConfig { games_in_flight: 2, fork_game_prob: 1.0, ..small_selfplay() };
+    let (records, stats) = play(&search, &selfplay, 12);
+    assert_eq!(records.len(), 12);
+    let opening = selfplay.opening_random_plies as usize;
+    let mut forks = 0;
+    for (k, r) in records.iter().enumerate() {
+        let first = r.samples.first().map_or(r.moves.len(), |s| s.ply as usize);
+        if first == opening {
+            // A game from the start: every searched ply a sample, full_search_prob 0.
+            assert!(r.samples.iter().all(|s| !s.full_search));
+            continue;
+        }
+        forks += 1;
+        // The fork point `first - 1`: an earlier finished game played the same moves before it
+        // and another move at it.
+        let p = first - 1;
+        assert!(p >= opening, "game {}: fork at ply {p}, before the opening's end", r.game_id);
+        let source = records[..k].iter().rev().find(|s| {
+            s.moves.len() > p && s.moves[..p] == r.moves[..p] && s.moves[p] != r.moves[p]
+        });
+        assert!(source.is_some(), "game {}: no earlier game it forks from", r.game_id);
+        // Legal all through; samples are the plies after the fork, the first a full search.
+        let mut g = Game::new(r.start, r.rules);
+        for &m in &r.moves {
+            g.play(m).unwrap();
+        }
+        assert!(r.samples[0].full_search, "game {}: first search after a fork", r.game_id);
+        assert!(r.samples[1..].iter().all(|s| !s.full_search));
+        let plies: Vec<u32> = r.samples.iter().map(|s| s.ply).collect();
+        let after: Vec<u32> = (first as u32..r.moves.len() as u32).collect();
+        assert_eq!(plies, after, "game {}", r.game_id);
+    }
+    assert_eq!(forks, stats.games_forked);
+    // The first games (two in flight) cannot fork; with probability 1 most later ones do.
+    assert!(forks >= 6, "only {forks} of 12 games forked");
+
+    let bad = SelfPlayConfig { fork_game_prob: 1.5, ..small_selfplay() }.validate().unwrap_err();
+    assert_eq!(bad.key, "selfplay.fork_game_prob");
+}
+
+/// A pool kept across calls: with as many games in flight as a call plays, no game of a call
+/// finishes before all have started, so forks come only from the pool's earlier games.
+#[test]
+fn a_fork_pool_carries_games_from_one_call_to_the_next() {
+    let search = small_search();
+    let selfplay = SelfPlayConfig { games_in_flight: 4, fork_game_prob: 1.0, ..small_selfplay() };
+    let mut pool = ForkPool::<Game>::default();
+    let mut calls: Vec<(Vec<GameRecord<Game>>, SelfPlayStats)> = Vec::new();
+    for first in [0, 4] {
+        let mut records = Vec::new();
+        let stats = play_games_forking(
+            first,
+            &mut pool,
+            &checked(&search),
+            &checked(&selfplay),
+            4,
+            &mut UniformEvaluator,
+            |e| {
+                if let SelfPlayEvent::GameFinished(r, _) = e {
+                    records.push(r.clone());
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        calls.push((records, stats));
+    }
+    assert_eq!(pool.len(), 4, "the pool keeps the newest games_in_flight games");
+    assert_eq!(calls[0].1.games_forked, 0, "an empty pool: nothing to fork from");
+    assert_eq!(calls[1].1.games_forked, 4);
+    let opening = selfplay.opening_random_plies as usize;
+    for r in &calls[1].0 {
+        let p = r.samples[0].ply as usize - 1;
+        assert!(p >= opening);
+        let from_first_call = calls[0]
+            .0
+            .iter()
+            .any(|s| s.moves.len() > p && s.moves[..p] == r.moves[..p] && s.moves[p] != r.moves[p]);
+        assert!(from_first_call, "game {} forks from none of the first call's games", r.game_id);
+    }
+    // Without the pool the same call cannot fork at all.
+    let (_, alone) = play(&search, &selfplay, 4);
+    assert_eq!(alone.games_forked, 0);
 }
