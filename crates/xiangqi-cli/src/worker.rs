@@ -30,8 +30,8 @@ use anyhow::Context;
 use xiangqi::{Game, janggi};
 use xiangqi_nn::{Device, InferenceNet, NnEvaluator, checkpoint};
 use xiangqi_search::{
-    Checked, GameEnv, GameKind, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, game_rng,
-    play_games_from, write_shard_to,
+    Checked, ForkPool, ForkPools, GameEnv, GameKind, SelfPlayConfig, SelfPlayEvent, SelfPlayStats,
+    Shard, game_rng, play_games_forking, write_shard_to,
 };
 use xiangqi_store::{Created, Store};
 use xiangqi_train::distributed::{self, LOCAL_SELFPLAY_WORKER, LatestWatch, RUN_CONFIG_KEY};
@@ -216,13 +216,15 @@ struct ShardGames {
 /// Plays one shard's games of game `G`; `None` if stopped.
 fn play_shard<G: GameEnv>(
     l: &mut Loaded,
+    forks: &mut ForkPool<G>,
     selfplay: &Checked<SelfPlayConfig>,
     which: &ShardGames,
     stop: &AtomicBool,
 ) -> anyhow::Result<Option<(Shard, SelfPlayStats)>> {
     let mut shard = Shard::new::<G>(selfplay.rules_for::<G>()?);
-    let played = play_games_from::<G, _, _>(
+    let played = play_games_forking::<G, _, _>(
         which.first,
+        forks,
         l.config.search(),
         selfplay,
         which.games,
@@ -323,6 +325,8 @@ fn work(
     let mut seq = 0u64;
     let mut next_game = 0u64;
     let mut uploaded = 0u64;
+    // Finished games that the next shards' games fork from (`selfplay.fork_game_prob`).
+    let mut forks = ForkPools::default();
     let started = Instant::now();
     while !stop.load(Ordering::SeqCst) && args.games.is_none_or(|g| uploaded < g) {
         match nets.pick_up(store, id, cache, device, stop)? {
@@ -345,7 +349,8 @@ fn work(
         };
         let games = u64::from(l.config.selfplay().games_per_shard.max(1))
             .min(args.games.map_or(u64::MAX, |g| g - uploaded));
-        let Some((shard, stats)) = play_next_shard(args, l, id, seq, next_game, games, stop)?
+        let Some((shard, stats)) =
+            play_next_shard(args, l, &mut forks, id, seq, next_game, games, stop)?
         else {
             break;
         };
@@ -481,9 +486,11 @@ impl NetPickup {
 /// Plays the worker's next shard of `games` games with the net in hand, under the run's
 /// `[selfplay]` (threads and seed as the worker was told; each shard's seed drawn from the
 /// base seed, the worker id and the shard's number). `None` if stopped.
+#[allow(clippy::too_many_arguments)]
 fn play_next_shard(
     args: &WorkerArgs<'_>,
     l: &mut Loaded,
+    forks: &mut ForkPools,
     id: u64,
     seq: u64,
     first_game: u64,
@@ -501,8 +508,10 @@ fn play_next_shard(
     let generation = u32::try_from(l.generation).unwrap_or(u32::MAX - 1);
     let shard_games = ShardGames { first: first_game, games, worker: id, generation };
     match selfplay.game {
-        GameKind::Xiangqi => play_shard::<Game>(l, &selfplay, &shard_games, stop),
-        GameKind::Janggi => play_shard::<janggi::Game>(l, &selfplay, &shard_games, stop),
+        GameKind::Xiangqi => play_shard(l, forks.of::<Game>(), &selfplay, &shard_games, stop),
+        GameKind::Janggi => {
+            play_shard(l, forks.of::<janggi::Game>(), &selfplay, &shard_games, stop)
+        }
     }
 }
 

@@ -779,3 +779,41 @@ fn cosine_run_anneals_over_the_budget() {
     assert!(steps.0.iter().all(|m| m.learning_rate == 0.01), "{:?}", steps.0);
     let _ = fs::remove_dir_all(&tmp);
 }
+
+/// `selfplay.fork_game_prob`: a run keeps its finished games from one iteration to the next,
+/// so that with every game of an iteration starting at once (`games_in_flight` ≥ the
+/// iteration's games) the second iteration's games fork from the first's; the key is written
+/// only when set.
+#[test]
+fn forked_games_branch_off_the_previous_iterations_games() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-fork-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let mut config = tiny();
+    config.selfplay.fork_game_prob = 1.0;
+    let paths = RunPaths::under(&tmp.join("run"));
+    let text = toml::to_string(&config).unwrap();
+    assert!(text.contains("fork_game_prob = 1"), "{text}");
+    let text = toml::to_string(&tiny()).unwrap();
+    assert!(!text.contains("fork_game_prob"), "{text}");
+    let mut run = TrainingRun::create(config.check().unwrap(), paths.clone()).unwrap();
+    assert_eq!(run.run(Some(2), &mut NoObserver).unwrap(), StopReason::Iterations);
+    let shards = list_shards(&paths.shards).unwrap();
+    assert_eq!(shards.len(), 2);
+    // The first sample of each game: at the opening's end (ply 2) in a game from the start,
+    // after the fork's move in a forked one.
+    let firsts = |path: &Path| -> Vec<(u16, bool)> {
+        let shard = read_shard(path).unwrap();
+        let mut first = BTreeMap::new();
+        for i in 0..shard.len() {
+            first.entry(shard.game_id[i]).or_insert((shard.ply[i], shard.full_search[i] != 0));
+        }
+        first.into_values().collect()
+    };
+    let (one, two) = (firsts(&shards[0]), firsts(&shards[1]));
+    assert_eq!((one.len(), two.len()), (3, 3));
+    assert!(one.iter().all(|&(ply, _)| ply == 2), "the first iteration cannot fork: {one:?}");
+    assert!(two.iter().all(|&(ply, full)| ply > 2 && full), "every game forks: {two:?}");
+    drop(run);
+    let _ = fs::remove_dir_all(&tmp);
+}

@@ -59,8 +59,8 @@ use xiangqi_search::arena::{
 use xiangqi_search::{
     Algorithm, Checked, Encoding, GameEnv, GameKind, GameRecord, GameRules, RecordedValue,
     ResignCalibration, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard,
-    UNKNOWN_MATERIAL, UniformEvaluator, Validate, game_rng, list_shards, play_games, read_shard,
-    read_shard_from, write_shard, write_shard_to,
+    UNKNOWN_MATERIAL, UniformEvaluator, Validate, game_rng, list_shards, play_games_forking,
+    read_shard, read_shard_from, write_shard, write_shard_to,
 };
 use xiangqi_store::Store;
 
@@ -229,6 +229,9 @@ pub struct TrainingRun {
     /// The pretraining shards read when the run was created (checked before anything is
     /// written), for its first `run`.
     pretrain_set: Option<pretrain::PretrainSet>,
+    /// Self-play's finished games that the next iteration's games fork from
+    /// (`selfplay.fork_game_prob`); empty after a restart.
+    fork_pools: xiangqi_search::ForkPools,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -333,6 +336,7 @@ impl TrainingRun {
             told_skipped: Default::default(),
             pretrained: pretrain_set.as_ref().map(|set| set.record.clone()),
             pretrain_set,
+            fork_pools: Default::default(),
         };
         run.pending_warnings.extend(pretrain_warnings);
         // `ckpt-000000` records the planned pretraining, so that a resume with another config
@@ -408,6 +412,7 @@ impl TrainingRun {
                         told_skipped: Default::default(),
                         pretrained: manifest.pretrained.clone(),
                         pretrain_set: None,
+                        fork_pools: Default::default(),
                     };
                     run.restore_resign_calibration(&manifest.counters);
                     run.rebuild_window()?;

@@ -138,7 +138,10 @@ impl TrainingRun {
         let mut games = 0u64;
         // The iteration's seed, threads and threshold are new values: checked as such.
         let selfplay = Checked::new(selfplay)?;
-        let result = play_games::<G, _, _>(
+        let forks = self.fork_pools.of::<G>();
+        let result = play_games_forking::<G, _, _>(
+            0,
+            forks,
             self.config.search(),
             &selfplay,
             self.config.run().games_per_iteration,
