@@ -346,12 +346,14 @@ pub struct SelfPlayConfig {
     /// The probability, in `[0, 1]`, that a new game is a fork instead of starting at the start
     /// position: it replays one of the newest `games_in_flight` finished games (drawn uniformly;
     /// a training run keeps them from one iteration to the next, though not across a restart)
-    /// up to a ply drawn uniformly among its searched plies, plays there a legal move drawn
+    /// up to a ply drawn uniformly from `opening_random_plies` on, plays there a legal move drawn
     /// uniformly among those the game did not play, and goes on as self-play. The plies before the fork are not samples; the first
     /// search after it is always a full search, so the position after the other move (often
     /// one that hangs a piece) is a policy target. After KataGo's forked games (its
     /// `forkGameProb`, an alternative move anywhere in a game; KataGo picks it among a few
     /// policy samples, here it is uniform). 0 (the default) never forks; written only when not 0.
+    /// Near 1 the openings' variety goes: forks branch after the opening plies, so nearly every
+    /// game descends from the first `games_in_flight`.
     #[serde(skip_serializing_if = "is_zero")]
     pub fork_game_prob: f32,
 }
@@ -407,6 +409,11 @@ impl SelfPlayConfig {
             "must be between 0 and 1",
         )?;
         check(self.length_cap >= 1, "selfplay.length_cap", "must be at least 1")?;
+        check(
+            self.opening_random_plies < self.length_cap,
+            "selfplay.opening_random_plies",
+            "must be less than selfplay.length_cap (a game must have a searched ply)",
+        )?;
         check(
             unit_interval(self.fork_game_prob),
             "selfplay.fork_game_prob",

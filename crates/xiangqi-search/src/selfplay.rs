@@ -17,7 +17,7 @@
 //! * Opening: `opening_random_plies` uniformly random plies, neither searched nor recorded.
 //!   Or, with probability `fork_game_prob`, a fork of a recently finished game (of this call or,
 //!   through a [`ForkPool`] the caller keeps, of an earlier one): its moves up to a ply drawn
-//!   among its searched plies, then a uniformly random other legal move (none of these
+//!   from `opening_random_plies` on, then a uniformly random other legal move (none of these
 //!   recorded), and a full search next.
 //! * Each move: with probability `full_search_prob` a full search (`simulations`, root noise,
 //!   recorded as a policy target), else a cheap one (`cheap_simulations`, no noise, recorded with
@@ -421,7 +421,8 @@ impl<G: GameEnv> Running<G> {
 }
 
 /// A fork of `src` (see [`SelfPlayConfig::fork_game_prob`]): its moves up to a ply drawn
-/// uniformly among its searched plies (from `opening_random_plies` on, before `length_cap`),
+/// uniformly from `opening_random_plies` on (before `length_cap - 1`: a forked source's own
+/// replayed plies count too),
 /// then a legal move other than the one it played there, drawn uniformly. `None` when the game
 /// was played under other rules, has no such ply or the ply no other legal move, or the other
 /// move ends the game.

@@ -528,6 +528,12 @@ fn forked_games_branch_off_finished_games() {
 
     let bad = SelfPlayConfig { fork_game_prob: 1.5, ..small_selfplay() }.validate().unwrap_err();
     assert_eq!(bad.key, "selfplay.fork_game_prob");
+    // Opening plies that reach the length cap would leave no searched ply (and played one past
+    // the cap): refused.
+    let capped = SelfPlayConfig { opening_random_plies: 24, length_cap: 24, ..small_selfplay() };
+    assert_eq!(capped.validate().unwrap_err().key, "selfplay.opening_random_plies");
+    let fine = SelfPlayConfig { opening_random_plies: 23, length_cap: 24, ..small_selfplay() };
+    fine.validate().unwrap();
 }
 
 /// A pool kept across calls: with as many games in flight as a call plays, no game of a call
