@@ -220,7 +220,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     let deadline = args.hours.map(|h| started + Duration::from_secs_f64(h * 3600.0));
-    let mut observer = CliObserver::new(&run_dir, stop, args.quiet, &config, deadline)?;
+    let mut observer =
+        CliObserver::new(&run_dir, stop, args.quiet, &config, deadline, training.elapsed())?;
     errln!(
         "xqz train: run '{}' in {} on device {} ({} iterations done, {} steps); TensorBoard: tensorboard --logdir {}",
         name,

@@ -156,12 +156,16 @@ pub(super) fn open_csv(path: &Path, header: &str) -> anyhow::Result<BufWriter<Fi
 }
 
 impl CliObserver {
+    /// An observer of a run that has already run for `run_elapsed` (summed over earlier
+    /// invocations), so that what it writes before this invocation's first iteration report (a
+    /// replayed arena's rows) carries the run's time, not the invocation's.
     pub(super) fn new(
         run_dir: &Path,
         stop: Arc<AtomicBool>,
         quiet: bool,
         config: &CheckedRunConfig,
         deadline: Option<Instant>,
+        run_elapsed: Duration,
     ) -> anyhow::Result<CliObserver> {
         let tb_dir = run_dir.join("tensorboard");
         fs::create_dir_all(&tb_dir)
@@ -191,7 +195,7 @@ impl CliObserver {
             quiet,
             games_per_iteration: config.run().games_per_iteration,
             iteration: 0,
-            elapsed_mark: (0.0, Instant::now()),
+            elapsed_mark: (run_elapsed.as_secs_f64(), Instant::now()),
             last_flush: Instant::now(),
             headline: String::new(),
             deadline,
@@ -649,4 +653,30 @@ fn iteration_line(r: &IterationReport, rates: &IterationRates) -> String {
         r.window_samples,
         r.elapsed.as_secs_f64() / 60.0,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A resumed run's observer counts on from the run's time before any iteration report: the
+    /// rows of an arena replayed first carry it (they carried the invocation's seconds).
+    #[test]
+    fn a_resumed_runs_observer_starts_at_the_runs_elapsed_time() {
+        let dir = std::env::temp_dir().join(format!("xqz-observer-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let config = xiangqi_train::pipeline::RunConfig::default().check().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let resumed =
+            CliObserver::new(&dir, stop.clone(), true, &config, None, Duration::from_secs(106))
+                .unwrap();
+        let elapsed = resumed.run_elapsed();
+        assert!((106.0..107.0).contains(&elapsed), "{elapsed}");
+        drop(resumed);
+        let fresh = CliObserver::new(&dir, stop, true, &config, None, Duration::ZERO).unwrap();
+        assert!(fresh.run_elapsed() < 1.0, "{}", fresh.run_elapsed());
+        drop(fresh);
+        let _ = fs::remove_dir_all(&dir);
+    }
 }
