@@ -4,12 +4,6 @@
 # configs/cpu.toml with the in-run arena off and the time limit; cfg/anneal-s*.toml the same
 # with training.schedule = "cosine_run" and final_lr_fraction = 0.1: the learning rate falls
 # from 0.002 to 0.0002 along a cosine over the run's 15 minutes.
-X=${X:-/tmp/lr/xqz}; A=${A:-/tmp/lr}; C=$(cd $(dirname $0) && pwd)/cfg
-mkdir -p $A/runs
-for s in ${SEEDS:-1 2}; do
-  for arm in anneal base; do
-    $X train --config $C/$arm-s$s.toml --run-dir $A/runs/$arm-s$s --threads 1 --quiet > $A/runs/$arm-s$s.log 2>&1 &
-  done
-  wait
-done
-echo all-done > $A/runs/DONE
+# The commands are ../ab/run_ab.sh's, shared by the A/Bs of 2026-12-06.
+D=$(cd $(dirname $0) && pwd)
+ARM=anneal CFG=$D/cfg X=${X:-/tmp/lr/xqz} A=${A:-/tmp/lr} exec $D/../ab/run_ab.sh
