@@ -60,14 +60,15 @@ pub use game::{
 };
 pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn_moves};
 pub use resign::ResignCalibration;
-pub use search::{Search, SearchResult};
+pub use search::{Search, SearchResult, policy_surprise};
 pub use selfplay::{
     ForkPool, ForkPools, SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games,
     play_games_forking, play_games_from,
 };
 pub use shard::{
     FORMAT_VERSION, LOCAL_WORKER, SampleRef, Shard, ShardError, UNKNOWN_ENDING, UNKNOWN_GENERATION,
-    UNKNOWN_MATERIAL, list_shards, read_shard, read_shard_from, write_shard, write_shard_to,
+    UNKNOWN_MATERIAL, UNKNOWN_SURPRISE, list_shards, read_shard, read_shard_from, write_shard,
+    write_shard_to,
 };
 pub use strength::{LevelError, MAX_LEVEL, RatedPlayer, Strength, StrengthTable};
 pub use tree::{NodeId, NodeStatus, Tree};

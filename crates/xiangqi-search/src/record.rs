@@ -50,6 +50,9 @@ pub struct SampleTarget {
     pub full_search: bool,
     /// The search's value of the position for the side to move, in `[-1, 1]`.
     pub root_value: f32,
+    /// [`SearchResult::policy_surprise`](crate::SearchResult::policy_surprise) of the search,
+    /// in nats (`≥ 0`); `None` where no network prior was searched (imported games).
+    pub policy_surprise: Option<f32>,
 }
 
 /// A finished game.

@@ -125,6 +125,25 @@ pub struct SearchResult<M> {
     /// mean value `root_value`. Self-play records it instead of `root_value` with
     /// `selfplay.recorded_value = "improved"`.
     pub improved_value: f32,
+    /// How much the search's target departs from the network's prior at the root, in nats:
+    /// the Kullback–Leibler divergence `Σ_a policy(a) · ln(policy(a) / prior(a))` of `policy`
+    /// from the evaluator's priors before any root noise (each prior floored at 1e-8), `≥ 0`.
+    /// KataGo's policy-surprise weighting trains more often on positions where it is large
+    /// (Wu, "Accelerating Self-Play Learning in Go", 2019, and KataGo's later `policySurpriseDataWeight`).
+    pub policy_surprise: f32,
+}
+
+/// `KL(target ‖ prior)` in nats, each prior floored at 1e-8, terms with a zero target left out;
+/// never negative (rounding is clamped) and `0` for empty slices. `target` and `prior` are over
+/// the same moves.
+pub fn policy_surprise(target: &[f32], prior: &[f32]) -> f32 {
+    let kl: f32 = target
+        .iter()
+        .zip(prior)
+        .filter(|(t, _)| **t > 0.0)
+        .map(|(&t, &q)| t * (t / q.max(1e-8)).ln())
+        .sum();
+    if kl.is_finite() { kl.max(0.0) } else { 0.0 }
 }
 
 /// An MCTS over game states `G` (see the [module documentation](self)).
@@ -441,6 +460,7 @@ impl<G: SearchGame> Search<G> {
                 (best, policy)
             }
         };
+        let policy_surprise = policy_surprise(&policy, &self.raw_root_priors);
         if let Some(win) = self.best_win(&visits) {
             return SearchResult {
                 best: moves[win],
@@ -450,6 +470,7 @@ impl<G: SearchGame> Search<G> {
                 best_value: 1.0,
                 root_value,
                 improved_value,
+                policy_surprise,
             };
         }
         let best_edge = range.start + best;
@@ -464,6 +485,7 @@ impl<G: SearchGame> Search<G> {
             best_value,
             root_value,
             improved_value,
+            policy_surprise,
         }
     }
 

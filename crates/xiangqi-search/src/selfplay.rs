@@ -375,6 +375,7 @@ impl<G: GameEnv> Running<G> {
                 RecordedValue::Improved => result.improved_value,
             }
             .clamp(-1.0, 1.0),
+            policy_surprise: Some(result.policy_surprise),
         });
         let lowest = &mut self.lowest_value[turn.index()];
         *lowest = lowest.min(result.best_value.clamp(-1.0, 1.0));

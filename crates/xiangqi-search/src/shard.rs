@@ -1,12 +1,12 @@
 //! Replay shards: training samples of finished games in one compressed `.npz` file.
 //!
-//! # Format (version 4; versions 1 to 3 are still read, as xiangqi shards)
+//! # Format (version 5; versions 1 to 4 are still read, versions 1 to 3 as xiangqi shards)
 //! A shard is a zip of `.npy` arrays (numpy's `np.savez_compressed` layout). `N` is the number
 //! of samples, `M` the total number of policy entries.
 //!
 //! | array | dtype | shape | content |
 //! |---|---|---|---|
-//! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (4) |
+//! | `format_version` | u32 | `[1]` | [`FORMAT_VERSION`] (5) |
 //! | `game` | u8 | `[1]` | the game ([`GameKind::code`]): 0 = xiangqi, 1 = janggi (absent before version 4: xiangqi) |
 //! | `rules` | u8 | `[1]` | the rule set ([`GameRules::rules_code`](crate::GameRules::rules_code)): xiangqi 0 = `asian`, 1 = `simple`; janggi 0 = `site`, 1 = `traditional` |
 //! | `boards` | u8 | `[N, 90]` | piece codes ([`xiangqi::env::encode_board_compact`]): 0 empty, 1–7 the first player's (Red's, Cho's) general, advisor or guard, elephant, horse, chariot, cannon, soldier, 8–14 the same for the second player (Black, Han); index = rank · 9 + file, rank 0 = the first player's home rank |
@@ -23,6 +23,7 @@
 //! | `ending` | u8 | `[N]` | how the sample's game ended: [`xiangqi::OutcomeReason::index`] (0 `checkmate` … 8 `resignation`, 9 `length_cap`); 255 unknown (read from version 1) |
 //! | `game_plies` | u16 | `[N]` | the length of the sample's game in plies (0 unknown): plies left = `game_plies − ply` |
 //! | `final_material` | i16 | `[N]` | the material balance of the game's final position for the sample's side to move, in half-pawns ([`Material::material_half_pawns`](crate::Material::material_half_pawns)); [`UNKNOWN_MATERIAL`] when unknown |
+//! | `policy_surprise` | f32 | `[N]` | the search's [policy surprise](crate::SearchResult::policy_surprise): `KL(policy ‖ network prior)` in nats, `≥ 0`; [`UNKNOWN_SURPRISE`] (−1) when unknown (imported games; read as such from versions 1–4) |
 //! | `policy_offsets` | u32 | `[N + 1]` | sample `i`'s policy is entries `policy_offsets[i]..policy_offsets[i + 1]` (CSR) |
 //! | `policy_moves` | u16 | `[M]` | every legal move of the sample, as [`xiangqi::Move::to_u16`]: `from + 128 · to`, point = rank · 9 + file (a janggi pass: from = to = the general's point) |
 //! | `policy_probs` | f32 | `[M]` | the search policy (sums to 1 per sample; entries may be 0) |
@@ -59,8 +60,9 @@ use crate::record::GameRecord;
 /// The shard format version this crate writes; it reads this one and versions 1 (which lacks
 /// `ending`, `game_plies` and `final_material`: they read as unknown), 2 (which lacks
 /// `worker` and `generation`: they read as [`LOCAL_WORKER`] and [`UNKNOWN_GENERATION`]) and 3
-/// (which lacks `game`: xiangqi, the only game then).
-pub const FORMAT_VERSION: u32 = 4;
+/// (which lacks `game`: xiangqi, the only game then); version 4 lacks `policy_surprise` (read as
+/// unknown, [`UNKNOWN_SURPRISE`]).
+pub const FORMAT_VERSION: u32 = 5;
 
 /// `worker` of games played by the trainer's own self-play.
 pub const LOCAL_WORKER: u64 = 0;
@@ -71,6 +73,9 @@ pub const UNKNOWN_GENERATION: u32 = u32::MAX;
 pub const UNKNOWN_ENDING: u8 = 255;
 /// `final_material` of a sample whose game's final material is not recorded.
 pub const UNKNOWN_MATERIAL: i16 = i16::MIN;
+/// `policy_surprise` of a sample whose search had no network prior (an imported game) or whose
+/// shard predates the column (versions 1–4).
+pub const UNKNOWN_SURPRISE: f32 = -1.0;
 
 /// Why a shard could not be written or read.
 #[derive(Debug, Error)]
@@ -181,6 +186,8 @@ pub struct Shard {
     pub worker: Vec<u64>,
     /// The generation of the net that played each sample's game ([`UNKNOWN_GENERATION`]).
     pub generation: Vec<u32>,
+    /// The search's policy surprise in nats (`≥ 0`); [`UNKNOWN_SURPRISE`] when unknown.
+    pub policy_surprise: Vec<f32>,
 }
 
 /// One sample of a [`Shard`], borrowed.
@@ -212,6 +219,8 @@ pub struct SampleRef<'a> {
     pub worker: u64,
     /// The generation of the net that played the game, or [`UNKNOWN_GENERATION`].
     pub generation: u32,
+    /// The search's policy surprise in nats (`≥ 0`); `None` when unknown.
+    pub policy_surprise: Option<f32>,
 }
 
 impl Shard {
@@ -307,6 +316,7 @@ impl Shard {
             self.result.push(game.result_for(s.inputs.turn));
             self.full_search.push(u8::from(s.full_search));
             self.root_value.push(s.root_value);
+            self.policy_surprise.push(s.policy_surprise.unwrap_or(UNKNOWN_SURPRISE));
             self.game_id.push(game.game_id);
             self.worker.push(worker);
             self.generation.push(generation);
@@ -342,6 +352,7 @@ impl Shard {
             final_material: self.final_material[i],
             worker: self.worker[i],
             generation: self.generation[i],
+            policy_surprise: Some(self.policy_surprise[i]).filter(|&s| s != UNKNOWN_SURPRISE),
         }
     }
 
@@ -381,6 +392,7 @@ impl Shard {
         self.final_material.extend_from_slice(&other.final_material);
         self.worker.extend_from_slice(&other.worker);
         self.generation.extend_from_slice(&other.generation);
+        self.policy_surprise.extend_from_slice(&other.policy_surprise);
         Ok(())
     }
 
@@ -403,6 +415,7 @@ impl Shard {
             ("repeated", self.repeated.len()),
             ("full_search", self.full_search.len()),
             ("root_value", self.root_value.len()),
+            ("policy_surprise", self.policy_surprise.len()),
             ("game_id", self.game_id.len()),
             ("ply", self.ply.len()),
             ("ending", self.ending.len()),
@@ -465,6 +478,19 @@ impl Shard {
                 format!("sample {i}: {} is outside [-1, 1]", self.root_value[i]),
             );
         }
+        if let Some(i) = self
+            .policy_surprise
+            .iter()
+            .position(|&v| !(v == UNKNOWN_SURPRISE || (v.is_finite() && v >= 0.0)))
+        {
+            return invalid(
+                "policy_surprise",
+                format!(
+                    "sample {i}: {} is not a divergence (finite and >= 0, or -1 for unknown)",
+                    self.policy_surprise[i]
+                ),
+            );
+        }
         if let Some(i) = self.policy_moves.iter().position(|&c| Move::from_u16(c).is_none()) {
             return invalid(
                 "policy_moves",
@@ -512,6 +538,7 @@ pub fn write_shard_to<W: Write + Seek>(writer: W, shard: &Shard) -> Result<W, Sh
     npz.add_array("final_material", &Array1::from_vec(shard.final_material.clone()))?;
     npz.add_array("worker", &Array1::from_vec(shard.worker.clone()))?;
     npz.add_array("generation", &Array1::from_vec(shard.generation.clone()))?;
+    npz.add_array("policy_surprise", &Array1::from_vec(shard.policy_surprise.clone()))?;
     Ok(npz.finish()?)
 }
 
@@ -567,7 +594,7 @@ pub const MAX_INFLATION: u64 = 64;
 pub const MAX_SHARD_BYTES: u64 = 1 << 30;
 
 /// The arrays a shard holds (entries `NAME` or `NAME.npy`), all versions.
-const ARRAYS: [&str; 20] = [
+const ARRAYS: [&str; 21] = [
     "format_version",
     "game",
     "rules",
@@ -588,6 +615,7 @@ const ARRAYS: [&str; 20] = [
     "final_material",
     "worker",
     "generation",
+    "policy_surprise",
 ];
 
 /// The bytes a shard whose entries hold `compressed` bytes may declare.
@@ -764,6 +792,7 @@ pub fn read_shard_from<R: Read + Seek>(mut reader: R) -> Result<Shard, ShardErro
         final_material: Vec::new(),
         worker: Vec::new(),
         generation: Vec::new(),
+        policy_surprise: Vec::new(),
     };
     if version[0] >= 2 {
         shard.ending = read_array(&mut npz, "ending")?;
@@ -783,6 +812,11 @@ pub fn read_shard_from<R: Read + Seek>(mut reader: R) -> Result<Shard, ShardErro
         shard.worker = vec![LOCAL_WORKER; n];
         shard.generation = vec![UNKNOWN_GENERATION; n];
     }
+    shard.policy_surprise = if version[0] >= 5 {
+        read_array(&mut npz, "policy_surprise")?
+    } else {
+        vec![UNKNOWN_SURPRISE; shard.len()]
+    };
     shard.validate()?;
     Ok(shard)
 }

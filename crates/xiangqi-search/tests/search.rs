@@ -5,7 +5,7 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::{Game, Move, OutcomeReason, Position, RuleSet};
 use xiangqi_search::{
     Algorithm, Checked, EvalBuffer, NodeId, ScriptedEvaluator, Search, SearchConfig, SearchGame,
-    UniformEvaluator, WinCheck,
+    UniformEvaluator, WinCheck, policy_surprise,
 };
 
 /// Red: general d0, chariots a8 and b7. Black: general e9 alone. Red to move.
@@ -520,4 +520,55 @@ fn a_second_gumbel_search_of_the_root_keeps_the_evaluations() {
     assert!(revisited >= 5, "a fresh search would evaluate {revisited} of them again");
     assert_eq!(second.len(), fresh.len() - revisited);
     assert_eq!(again, want);
+}
+
+/// `policy_surprise` by hand, and `SearchResult::policy_surprise` as the divergence of the
+/// search's target from the evaluator's prior at the root before Dirichlet noise, for both
+/// algorithms, with and without noise.
+#[test]
+fn the_policy_surprise_is_the_targets_divergence_from_the_prior() {
+    // (1/2, 1/2) against (1/4, 3/4): 1/2 ln 2 + 1/2 ln(2/3) = 1/2 ln(4/3).
+    let kl = policy_surprise(&[0.5, 0.5], &[0.25, 0.75]);
+    assert!((kl - 0.5 * (4.0f32 / 3.0).ln()).abs() < 1e-6, "{kl}");
+    assert!(policy_surprise(&[0.2, 0.8], &[0.2, 0.8]).abs() < 1e-6);
+    // A zero target entry adds nothing; a zero prior is floored at 1e-8.
+    assert!((policy_surprise(&[0.0, 1.0], &[0.5, 0.5]) - 2.0f32.ln()).abs() < 1e-6);
+    assert!((policy_surprise(&[1.0, 0.0], &[0.0, 1.0]) - 1e8f32.ln()).abs() < 1e-3);
+    assert_eq!(policy_surprise(&[], &[]), 0.0);
+
+    // A prior proportional to 1, 2, ..., 5, 1, 2, ... over the moves in their order, and values
+    // that differ from position to position (by the number of legal moves), so that the
+    // Gumbel target departs from the prior.
+    fn prior(moves: usize) -> Vec<f32> {
+        let w: Vec<f32> = (0..moves).map(|i| 1.0 + (i % 5) as f32).collect();
+        let sum: f32 = w.iter().sum();
+        w.iter().map(|x| x / sum).collect()
+    }
+    let g = game(xiangqi::START_FEN);
+    for algorithm in [Algorithm::Puct, Algorithm::Gumbel] {
+        for noise in [false, true] {
+            let config = SearchConfig { algorithm, ..SearchConfig::default() };
+            let mut s = Search::new(g.clone(), Checked::new(config).unwrap());
+            let mut eval = ScriptedEvaluator::new(|_: &Game, moves: &[Move], p: &mut [f32]| {
+                p.copy_from_slice(&prior(moves.len()));
+                (moves.len() % 5) as f32 / 2.0 - 1.0
+            });
+            let mut rng = ChaCha8Rng::seed_from_u64(9);
+            let r = s.run(32, noise, &mut rng, &mut eval, &mut EvalBuffer::new()).unwrap();
+            let q = prior(r.moves.len());
+            let expected: f32 = r
+                .policy
+                .iter()
+                .zip(&q)
+                .filter(|(p, _)| **p > 0.0)
+                .map(|(p, q)| p * (p / q).ln())
+                .sum();
+            assert!(
+                (r.policy_surprise - expected).abs() < 1e-4 * expected.max(1.0),
+                "{algorithm:?}, noise {noise}: {} against {expected}",
+                r.policy_surprise
+            );
+            assert!(expected > 0.01, "{algorithm:?}: the target equals the prior ({expected})");
+        }
+    }
 }

@@ -580,3 +580,79 @@ fn a_fork_pool_carries_games_from_one_call_to_the_next() {
     let (_, alone) = play(&search, &selfplay, 4);
     assert_eq!(alone.games_forked, 0);
 }
+
+/// Every self-play sample records its search's policy surprise: with the uniform evaluator the
+/// prior over `n` legal moves is `1/n`, so the surprise is `Σ p ln(p n)` of the sample's
+/// target. The column survives a shard's round trip; a version 4 shard, which lacks it, reads as
+/// unknown; a value that is no divergence is refused with the array named.
+#[test]
+fn self_play_records_the_policy_surprise_and_shards_keep_it() {
+    use ndarray::{Array1, Array2};
+    use ndarray_npy::NpzWriter;
+    use xiangqi_search::{UNKNOWN_SURPRISE, read_shard_from, write_shard_to};
+    let (records, _) = play(&small_search(), &small_selfplay(), 3);
+    let mut surprising = 0;
+    for r in &records {
+        for s in &r.samples {
+            let n = s.moves.len() as f32;
+            let expected: f32 =
+                s.probs.iter().filter(|&&p| p > 0.0).map(|&p| p * (p * n).ln()).sum();
+            let got = s.policy_surprise.expect("a searched sample knows its surprise");
+            assert!(
+                (got - expected).abs() < 1e-4,
+                "game {} ply {}: {got} vs {expected}",
+                r.game_id,
+                s.ply
+            );
+            surprising += usize::from(got > 1e-3);
+        }
+    }
+    assert!(surprising > 0, "no sample's target left the uniform prior: the check shows nothing");
+    let mut shard = Shard::new::<xiangqi::Game>(RuleSet::Asian);
+    for r in &records {
+        shard.push_game(r, 0);
+    }
+    let flat: Vec<Option<f32>> =
+        records.iter().flat_map(|r| r.samples.iter().map(|s| s.policy_surprise)).collect();
+    assert_eq!((0..shard.len()).map(|i| shard.sample(i).policy_surprise).collect::<Vec<_>>(), flat);
+    let bytes = write_shard_to(std::io::Cursor::new(Vec::new()), &shard).unwrap().into_inner();
+    assert_eq!(read_shard_from(std::io::Cursor::new(bytes)).unwrap(), shard);
+
+    // The arrays of format version 4, as the earlier writer laid them out.
+    let n = shard.len();
+    let mut npz = NpzWriter::new_compressed(std::io::Cursor::new(Vec::new()));
+    npz.add_array("format_version", &Array1::from_vec(vec![4u32])).unwrap();
+    npz.add_array("game", &Array1::from_vec(vec![0u8])).unwrap();
+    npz.add_array("rules", &Array1::from_vec(vec![0u8])).unwrap();
+    let flat: Vec<u8> = shard.boards.iter().flatten().copied().collect();
+    npz.add_array("boards", &Array2::from_shape_vec((n, 90), flat).unwrap()).unwrap();
+    npz.add_array("turn", &Array1::from_vec(shard.turn.clone())).unwrap();
+    npz.add_array("halfmove_clock", &Array1::from_vec(shard.halfmove_clock.clone())).unwrap();
+    npz.add_array("repeated", &Array1::from_vec(shard.repeated.clone())).unwrap();
+    npz.add_array("result", &Array1::from_vec(shard.result.clone())).unwrap();
+    npz.add_array("full_search", &Array1::from_vec(shard.full_search.clone())).unwrap();
+    npz.add_array("root_value", &Array1::from_vec(shard.root_value.clone())).unwrap();
+    npz.add_array("game_id", &Array1::from_vec(shard.game_id.clone())).unwrap();
+    npz.add_array("ply", &Array1::from_vec(shard.ply.clone())).unwrap();
+    npz.add_array("policy_offsets", &Array1::from_vec(shard.policy_offsets.clone())).unwrap();
+    npz.add_array("policy_moves", &Array1::from_vec(shard.policy_moves.clone())).unwrap();
+    npz.add_array("policy_probs", &Array1::from_vec(shard.policy_probs.clone())).unwrap();
+    npz.add_array("ending", &Array1::from_vec(shard.ending.clone())).unwrap();
+    npz.add_array("game_plies", &Array1::from_vec(shard.game_plies.clone())).unwrap();
+    npz.add_array("final_material", &Array1::from_vec(shard.final_material.clone())).unwrap();
+    npz.add_array("worker", &Array1::from_vec(shard.worker.clone())).unwrap();
+    npz.add_array("generation", &Array1::from_vec(shard.generation.clone())).unwrap();
+    let bytes = npz.finish().unwrap().into_inner();
+    let old = read_shard_from(std::io::Cursor::new(bytes)).unwrap();
+    assert_eq!(old.root_value, shard.root_value);
+    assert!(old.policy_surprise.iter().all(|&s| s == UNKNOWN_SURPRISE));
+    assert_eq!(old.sample(0).policy_surprise, None);
+
+    for bad in [-0.5, f32::NAN, f32::INFINITY] {
+        let mut broken = shard.clone();
+        broken.policy_surprise[1] = bad;
+        let err = write_shard_to(std::io::Cursor::new(Vec::new()), &broken).unwrap_err();
+        assert!(matches!(err, ShardError::Invalid { name: "policy_surprise", .. }), "{bad}: {err}");
+        assert!(err.to_string().contains("sample 1"), "{err}");
+    }
+}

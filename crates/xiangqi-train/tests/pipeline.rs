@@ -817,3 +817,62 @@ fn forked_games_branch_off_the_previous_iterations_games() {
     drop(run);
     let _ = fs::remove_dir_all(&tmp);
 }
+
+/// `loop.policy_surprise_weight`: the run's shards record every search's surprise; a weighted
+/// run resumed from its checkpoint takes the same steps as an uninterrupted one (the window
+/// rebuilt from the shards weighs them again) and ends on another net than the unweighted
+/// run of the same seed; the key is checked and written only when set.
+#[test]
+fn policy_surprise_weighting_draws_by_surprise_and_resumes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-surprise-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let weighted = || {
+        let mut c = tiny();
+        c.run.policy_surprise_weight = 1.0;
+        c
+    };
+    let text = toml::to_string(&weighted()).unwrap();
+    assert!(text.contains("policy_surprise_weight = 1"), "{text}");
+    assert!(!toml::to_string(&tiny()).unwrap().contains("policy_surprise_weight"));
+    for bad in [1.5, -0.1, f64::NAN] {
+        let mut c = tiny();
+        c.run.policy_surprise_weight = bad;
+        assert_eq!(c.check().unwrap_err().key, "loop.policy_surprise_weight", "{bad}");
+    }
+
+    let (a, b, c) = (
+        RunPaths::under(&tmp.join("a")),
+        RunPaths::under(&tmp.join("b")),
+        RunPaths::under(&tmp.join("c")),
+    );
+    let mut straight = TrainingRun::create(weighted().check().unwrap(), a.clone()).unwrap();
+    straight.run(Some(3), &mut NoObserver).unwrap();
+    let mut first = TrainingRun::create(weighted().check().unwrap(), b.clone()).unwrap();
+    first.run(Some(2), &mut NoObserver).unwrap();
+    drop(first);
+    let mut resumed = TrainingRun::resume(weighted().check().unwrap(), b.clone()).unwrap();
+    resumed.run(Some(1), &mut NoObserver).unwrap();
+    assert_eq!(resumed.trainer().step_count(), straight.trainer().step_count());
+    let (va, vb) = (
+        value_of_start(&a.checkpoints.join("ckpt-000003")),
+        value_of_start(&b.checkpoints.join("ckpt-000003")),
+    );
+    assert!(va.iter().zip(&vb).all(|(x, y)| (x - y).abs() < 1e-6), "{vb:?} vs {va:?}");
+
+    let mut plain = TrainingRun::create(tiny().check().unwrap(), c.clone()).unwrap();
+    plain.run(Some(3), &mut NoObserver).unwrap();
+    let vc = value_of_start(&c.checkpoints.join("ckpt-000003"));
+    assert!(va.iter().zip(&vc).any(|(x, y)| (x - y).abs() > 1e-5), "weighting changed nothing");
+
+    for path in list_shards(&a.shards).unwrap() {
+        let shard = read_shard(&path).unwrap();
+        assert!(
+            shard.policy_surprise.iter().all(|&s| s >= 0.0),
+            "{}: a self-play sample of unknown surprise",
+            path.display()
+        );
+        assert!(shard.policy_surprise.iter().any(|&s| s > 0.0), "{}", path.display());
+    }
+    let _ = fs::remove_dir_all(&tmp);
+}

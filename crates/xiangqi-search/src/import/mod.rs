@@ -571,6 +571,7 @@ pub fn import_game<G: ImportGame>(
                 probs,
                 full_search: true,
                 root_value: value,
+                policy_surprise: None,
             }
         })
         .collect();

@@ -37,6 +37,15 @@ pub struct LoopConfig {
     /// Weight in the value loss of samples from cheap searches (playout cap randomization);
     /// KataGo gives them 0 (`cheapSearchTargetWeight`). Full-search samples weigh 1.
     pub cheap_value_weight: f64,
+    /// Policy-surprise weighting (KataGo's `policySurpriseDataWeight`, which KataGo sets to
+    /// 0.5): the share `w` in `[0, 1]` of each shard's full-search sampling weight given in
+    /// proportion to the sample's policy surprise, `KL(policy target ‖ network prior)`
+    /// recorded by its search. A full-search sample is drawn `(1 − w) + w · s / s̄` times as
+    /// often as uniformly (`s̄` the shard's mean); cheap searches and samples of unknown
+    /// surprise are drawn uniformly. 0 = off: every sample is drawn uniformly (and the key is
+    /// not written, so that configs of runs without it stay readable by earlier versions).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub policy_surprise_weight: f64,
     /// The horizon `h` of the short-term value target (for a network with
     /// `network.short_term_value`), in plies: the search's root values of the sample's
     /// position and of the positions after it in its game, `u_0, u_1, …` (each for the
@@ -149,6 +158,7 @@ impl Default for LoopConfig {
             material_weight: 0.0,
             material_scale: 4.0,
             cheap_value_weight: 1.0,
+            policy_surprise_weight: 0.0,
             short_term_plies: 6.0,
             resign_target_false_positive: 0.0,
             resign_min_resigners: 100,
@@ -254,6 +264,9 @@ impl LoopConfig {
         }
         if !(0.0..=1.0).contains(&self.cheap_value_weight) {
             return bad("loop.cheap_value_weight", "must be between 0 and 1");
+        }
+        if !(0.0..=1.0).contains(&self.policy_surprise_weight) {
+            return bad("loop.policy_surprise_weight", "must be between 0 and 1 (0 = off)");
         }
         if !(self.short_term_plies.is_finite() && (1.0..=1000.0).contains(&self.short_term_plies)) {
             return bad("loop.short_term_plies", "must be a number of plies from 1 to 1000");

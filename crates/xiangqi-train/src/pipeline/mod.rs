@@ -584,7 +584,8 @@ impl TrainingRun {
             self.total_samples += games.shard.len() as u64;
         }
         let new_samples = games.shard.len();
-        self.window.push(iteration, games.shard, self.config.run().window_samples);
+        let r = self.config.run();
+        self.window.push(iteration, games.shard, r.window_samples, r.policy_surprise_weight);
         self.prune_shards()?;
         let Some(training) = self.train_on_window(new_samples, observer)? else {
             return Ok(None);

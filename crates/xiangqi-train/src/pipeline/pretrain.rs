@@ -129,7 +129,7 @@ pub(super) fn read_pretrain_set(
         h = fnv1a(h, &bytes);
         shards += 1;
         games += shard.games().len() as u64;
-        window.push(shards, shard, usize::MAX);
+        window.push(shards, shard, usize::MAX, 0.0);
     }
     if window.samples == 0 {
         return Err(fail(if shards == 0 {

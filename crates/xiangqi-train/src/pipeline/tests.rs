@@ -139,7 +139,7 @@ mod auxiliary {
     use xiangqi::env::encode_board_compact;
     use xiangqi::{Color, Move, OutcomeReason, Position, RankBase};
     use xiangqi_nn::TrainBatch;
-    use xiangqi_search::{Encoding, Shard, UNKNOWN_MATERIAL};
+    use xiangqi_search::{Encoding, Shard, UNKNOWN_MATERIAL, UNKNOWN_SURPRISE};
 
     use super::super::{Targets, push_sample};
     use super::t;
@@ -173,6 +173,7 @@ mod auxiliary {
             shard.ending.push(ending.index() as u8);
             shard.game_plies.push(plies);
             shard.final_material.push(UNKNOWN_MATERIAL);
+            shard.policy_surprise.push(UNKNOWN_SURPRISE);
             let (a, b) = if red { ("h2e2", "b2e2") } else { ("h9g7", "b9c7") };
             let p = if red { [0.7, 0.3] } else { [0.6, 0.4] };
             shard.policy_moves.extend([mv(a), mv(b)]);
@@ -321,4 +322,103 @@ fn the_first_checkpoint_of_each_period_is_kept() {
     assert_eq!(period_firsts(&[(9, 45 * min), (7, 40 * min), (8, 40 * min)], 30 * min), [7]);
     // Nothing has reached the first multiple.
     assert!(period_firsts(&[(0, 0), (1, 29 * min)], 30 * min).is_empty());
+}
+
+/// Policy-surprise weighting: the weights of a shard by hand, and draws from a window in
+/// proportion to them.
+mod surprise {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use xiangqi::RuleSet;
+    use xiangqi_search::{Shard, UNKNOWN_SURPRISE};
+
+    use super::super::window::{ReplayWindow, sampling_weights};
+
+    /// A shard of `surprise.len()` samples with these surprises; `full[i]` whether sample `i`
+    /// was a full search (of the other columns only `result`, which counts the samples, is
+    /// filled: the weights do not read them).
+    fn shard(surprise: &[f32], full: &[bool]) -> Shard {
+        let mut s = Shard::new::<xiangqi::Game>(RuleSet::Asian);
+        for (&x, &f) in surprise.iter().zip(full) {
+            s.policy_surprise.push(x);
+            s.full_search.push(u8::from(f));
+            s.result.push(0);
+        }
+        s
+    }
+
+    #[test]
+    fn weights_by_hand() {
+        // Full searches of surprise 0.1 and 0.3 (mean 0.2), a cheap search and a full search of
+        // unknown surprise. w = 0.5: 0.5 + 0.5 · 0.1/0.2 = 0.75, 0.5 + 0.5 · 0.3/0.2 = 1.25,
+        // then 1 and 1. The full searches of known surprise keep their total (2).
+        let s = shard(&[0.1, 0.3, 5.0, UNKNOWN_SURPRISE], &[true, true, false, true]);
+        let w = sampling_weights(&s, 0.5).unwrap();
+        let expected = [0.75, 1.25, 1.0, 1.0];
+        assert!(w.iter().zip(&expected).all(|(a, b)| (a - b).abs() < 1e-6), "{w:?}");
+        // w = 1: in proportion to the surprise alone.
+        let w = sampling_weights(&s, 1.0).unwrap();
+        assert!((w[0] - 0.5).abs() < 1e-6 && (w[1] - 1.5).abs() < 1e-6, "{w:?}");
+        // Off, or nothing to weigh by: every sample weighs 1.
+        assert_eq!(sampling_weights(&s, 0.0), None);
+        let zero = shard(&[0.0, 0.0], &[true, true]);
+        assert_eq!(sampling_weights(&zero, 0.5), None);
+        let unknown = shard(&[UNKNOWN_SURPRISE; 3], &[true; 3]);
+        assert_eq!(sampling_weights(&unknown, 0.5), None);
+    }
+
+    #[test]
+    fn draws_follow_the_weights() {
+        let mut window = ReplayWindow::default();
+        // Shard 0: the weights above (0.75, 1.25, 1, 1); shard 1: unknown surprise, 1 and 1.
+        let a = shard(&[0.1, 0.3, 5.0, UNKNOWN_SURPRISE], &[true, true, false, true]);
+        let b = shard(&[UNKNOWN_SURPRISE; 2], &[true; 2]);
+        window.push(1, a.clone(), usize::MAX, 0.5);
+        window.push(2, b.clone(), usize::MAX, 0.5);
+        let total = window.total_weight().expect("a weighted shard");
+        assert!((total - 6.0).abs() < 1e-9, "{total}");
+        let expected = [0.75, 1.25, 1.0, 1.0, 1.0, 1.0];
+        let draws = 120_000;
+        let mut counts = [0usize; 6];
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..draws {
+            let (s, i) = window.draw(&mut rng, Some(total));
+            let first = std::ptr::eq(s, &window.shards[0].1);
+            counts[if first { i } else { 4 + i }] += 1;
+        }
+        for (k, (&c, &w)) in counts.iter().zip(&expected).enumerate() {
+            let p = w / total;
+            let mean = draws as f64 * p;
+            let sd = (draws as f64 * p * (1.0 - p)).sqrt();
+            assert!(
+                (c as f64 - mean).abs() < 5.0 * sd,
+                "sample {k}: drawn {c} times, expected {mean:.0} ± {sd:.0} ({counts:?})"
+            );
+        }
+        // Unweighted (w = 0), the window draws by index: no total.
+        let mut plain = ReplayWindow::default();
+        plain.push(1, a, usize::MAX, 0.0);
+        plain.push(2, b, usize::MAX, 0.0);
+        assert_eq!(plain.total_weight(), None);
+    }
+
+    #[test]
+    fn dropping_the_oldest_shard_drops_its_weights() {
+        let mut window = ReplayWindow::default();
+        let a = shard(&[0.1, 0.3], &[true, true]);
+        let b = shard(&[0.2, 0.2, 0.2], &[true, true, true]);
+        window.push(1, a, 3, 1.0);
+        window.push(2, b, 3, 1.0);
+        // Shard 1 left (the newest holds the cap): the total is shard 2's, 3 samples of mean
+        // weight 1, and every draw lands in it.
+        assert_eq!(window.shards.len(), 1);
+        let total = window.total_weight().unwrap();
+        assert!((total - 3.0).abs() < 1e-9, "{total}");
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for _ in 0..100 {
+            let (s, i) = window.draw(&mut rng, Some(total));
+            assert_eq!(s.len(), 3);
+            assert!(i < 3);
+        }
+    }
 }

@@ -3,21 +3,79 @@
 
 use super::*;
 
-/// The samples of the replay window: whole shards, newest last.
+/// The samples of the replay window: whole shards, newest last, and how often each sample is
+/// drawn (see [`sampling_weights`]).
 #[derive(Debug, Default)]
 pub(super) struct ReplayWindow {
     pub(super) shards: VecDeque<(u64, Shard)>,
     pub(super) samples: usize,
+    /// Per shard (in `shards`' order), the running sums of its samples' sampling weights;
+    /// empty for a shard whose samples are drawn uniformly (weight 1 each).
+    cumulative: VecDeque<Vec<f64>>,
+}
+
+/// The sampling weight of each sample of `shard` under policy-surprise weighting with weight
+/// `w` in `[0, 1]` (`loop.policy_surprise_weight`), or `None` when every sample weighs 1.
+///
+/// As KataGo's `policySurpriseDataWeight` (Wu, "Accelerating Self-Play Learning in Go", 2019,
+/// and KataGo's self-play since 1.8): among the shard's full-search samples whose surprise is
+/// known, a sample with surprise `s` (`KL(policy target ‖ network prior)`, nats) weighs
+/// `(1 − w) + w · s / s̄`, `s̄` their mean surprise; so their total weight is their count, and a
+/// full search whose target the net's prior already matched is drawn `1 − w` times as often as
+/// uniformly, while a surprising one is drawn more. Cheap searches (no policy target), samples
+/// of unknown surprise (imported games, shards before version 5) and every sample of a shard
+/// whose surprises are all 0 weigh 1. KataGo normalises per game; here it is per shard (an
+/// iteration's games), which keeps each iteration's share of the window.
+pub(super) fn sampling_weights(shard: &Shard, w: f64) -> Option<Vec<f64>> {
+    if w <= 0.0 {
+        return None;
+    }
+    let known = |i: usize| shard.full_search[i] != 0 && shard.policy_surprise[i] >= 0.0;
+    let (mut sum, mut count) = (0.0f64, 0usize);
+    for i in (0..shard.len()).filter(|&i| known(i)) {
+        sum += f64::from(shard.policy_surprise[i]);
+        count += 1;
+    }
+    if count == 0 || sum <= 0.0 || !sum.is_finite() {
+        return None;
+    }
+    let mean = sum / count as f64;
+    Some(
+        (0..shard.len())
+            .map(|i| {
+                if known(i) {
+                    (1.0 - w) + w * f64::from(shard.policy_surprise[i]) / mean
+                } else {
+                    1.0
+                }
+            })
+            .collect(),
+    )
 }
 
 impl ReplayWindow {
-    pub(super) fn push(&mut self, iteration: u64, shard: Shard, cap: usize) {
+    /// Adds `shard` as the newest, its samples weighted by policy surprise with weight
+    /// `surprise_weight` ([`sampling_weights`]; 0 = drawn uniformly), and drops the oldest
+    /// shards while the rest hold at least `cap` samples.
+    pub(super) fn push(&mut self, iteration: u64, shard: Shard, cap: usize, surprise_weight: f64) {
         self.samples += shard.len();
+        let cumulative = sampling_weights(&shard, surprise_weight)
+            .map(|w| {
+                w.into_iter()
+                    .scan(0.0, |sum, x| {
+                        *sum += x;
+                        Some(*sum)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.cumulative.push_back(cumulative);
         self.shards.push_back((iteration, shard));
         while let Some((_, oldest)) = self.shards.front() {
             if self.samples - oldest.len() >= cap {
                 self.samples -= oldest.len();
                 self.shards.pop_front();
+                self.cumulative.pop_front();
             } else {
                 break;
             }
@@ -35,8 +93,49 @@ impl ReplayWindow {
         unreachable!("sample index beyond the window")
     }
 
-    /// Refills `batch` with its capacity of samples drawn uniformly from the window by a
-    /// generator seeded with `seed` (a mini-batch of training or of pretraining).
+    /// The sample at `u` of the window's total sampling weight (`0 ≤ u < ` that total): the
+    /// shards in order, each taking its total weight (its sample count when unweighted).
+    fn locate_weighted(&self, mut u: f64) -> (&Shard, usize) {
+        let last = self.shards.len() - 1;
+        for (k, ((_, s), cum)) in self.shards.iter().zip(&self.cumulative).enumerate() {
+            let total = cum.last().copied().unwrap_or(s.len() as f64);
+            if u < total || k == last {
+                let i = if cum.is_empty() { u as usize } else { cum.partition_point(|&c| c <= u) };
+                return (s, i.min(s.len() - 1));
+            }
+            u -= total;
+        }
+        unreachable!("a window with samples has a shard")
+    }
+
+    /// The window's total sampling weight, or `None` when every sample weighs 1 (then samples
+    /// are drawn by index, as before weighting existed, so that such runs repeat).
+    pub(super) fn total_weight(&self) -> Option<f64> {
+        if self.cumulative.iter().all(Vec::is_empty) {
+            return None;
+        }
+        Some(
+            self.shards
+                .iter()
+                .zip(&self.cumulative)
+                .map(|((_, s), cum)| cum.last().copied().unwrap_or(s.len() as f64))
+                .sum(),
+        )
+    }
+
+    /// One sample drawn by `rng`: uniformly when `total` (the window's
+    /// [`ReplayWindow::total_weight`]) is `None`, else in proportion to the samples' weights.
+    /// The window must hold a sample.
+    pub(super) fn draw(&self, rng: &mut ChaCha8Rng, total: Option<f64>) -> (&Shard, usize) {
+        match total {
+            None => self.locate(rng.random_range(0..self.samples)),
+            Some(total) => self.locate_weighted(rng.random::<f64>() * total),
+        }
+    }
+
+    /// Refills `batch` with its capacity of samples drawn from the window by a generator
+    /// seeded with `seed` (a mini-batch of training or of pretraining), each by
+    /// [`ReplayWindow::draw`].
     ///
     /// # Errors
     /// A damaged sample, with its index.
@@ -49,8 +148,9 @@ impl ReplayWindow {
     ) -> Result<(), String> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         batch.clear();
+        let total = self.total_weight();
         for _ in 0..size {
-            let (shard, i) = self.locate(rng.random_range(0..self.samples));
+            let (shard, i) = self.draw(&mut rng, total);
             push_sample(batch, shard, i, targets)?;
         }
         Ok(())
@@ -108,7 +208,12 @@ impl TrainingRun {
             }
         }
         for (n, shard) in picked.into_iter().rev() {
-            self.window.push(n, shard, self.config.run().window_samples);
+            self.window.push(
+                n,
+                shard,
+                self.config.run().window_samples,
+                self.config.run().policy_surprise_weight,
+            );
         }
         Ok(())
     }
