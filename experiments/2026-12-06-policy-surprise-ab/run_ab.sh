@@ -1,0 +1,8 @@
+#!/bin/sh
+# Pairs of one-thread runs, both arms of a seed at once, for the same wall time
+# (loop.max_hours = 0.25 in every config of cfg/); seed 2 after seed 1. cfg/base-s*.toml is
+# configs/cpu.toml with the in-run arena off and the time limit; cfg/surprise-s*.toml the same
+# with loop.policy_surprise_weight = 0.5 (KataGo's policy-surprise weighting, at KataGo's weight).
+# The commands are ../ab/run_ab.sh's, shared by the A/Bs of 2026-12-06.
+D=$(cd $(dirname $0) && pwd)
+ARM=surprise CFG=$D/cfg X=${X:-/tmp/surprise/xqz} A=${A:-/tmp/surprise} exec $D/../ab/run_ab.sh
