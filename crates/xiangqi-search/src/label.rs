@@ -30,7 +30,7 @@
 use xiangqi::{Move, Setup};
 
 use crate::game::{GameEnv, GameKind};
-use crate::shard::{Shard, ShardError};
+use crate::shard::{Shard, ShardError, UNKNOWN_SURPRISE};
 
 /// An engine's score for the side to move.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -128,6 +128,9 @@ pub fn sample_position<G: GameEnv>(shard: &Shard, i: usize) -> Result<G::Positio
 /// A shard of the labelled samples of `shard` (`labels[i]` for sample `i`; `None` leaves the
 /// sample out), with the targets the [module documentation](self) describes.
 ///
+/// The policy surprise of every relabelled sample is unknown ([`UNKNOWN_SURPRISE`]): the
+/// search's prior and target it measured are gone.
+///
 /// # Errors
 /// [`ShardError::Invalid`] if `labels` does not have one entry per sample, or a label's move
 /// is not among its sample's legal moves.
@@ -163,6 +166,8 @@ pub fn relabel(shard: &Shard, labels: &[Option<Label>]) -> Result<Shard, ShardEr
         out.final_material.push(shard.final_material[i]);
         out.worker.push(shard.worker[i]);
         out.generation.push(shard.generation[i]);
+        // The engine's move replaces the target the search's surprise was measured on.
+        out.policy_surprise.push(UNKNOWN_SURPRISE);
         out.policy_moves.extend_from_slice(s.moves);
         out.policy_probs.extend((0..s.moves.len()).map(|j| if j == k { 1.0 } else { 0.0 }));
         out.policy_offsets.push(out.policy_moves.len() as u32);

@@ -60,7 +60,7 @@ pub use game::{
 };
 pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn_moves};
 pub use resign::ResignCalibration;
-pub use search::{Search, SearchResult, policy_surprise};
+pub use search::{MAX_POLICY_SURPRISE, Search, SearchResult, policy_surprise};
 pub use selfplay::{
     ForkPool, ForkPools, SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games,
     play_games_forking, play_games_from,

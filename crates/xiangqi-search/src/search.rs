@@ -127,15 +127,20 @@ pub struct SearchResult<M> {
     pub improved_value: f32,
     /// How much the search's target departs from the network's prior at the root, in nats:
     /// the Kullback–Leibler divergence `Σ_a policy(a) · ln(policy(a) / prior(a))` of `policy`
-    /// from the evaluator's priors before any root noise (each prior floored at 1e-8), `≥ 0`.
+    /// from the evaluator's priors before any root noise (each prior floored at 1e-8), in
+    /// `[0, MAX_POLICY_SURPRISE]`.
     /// KataGo's policy-surprise weighting trains more often on positions where it is large
     /// (Wu, "Accelerating Self-Play Learning in Go", 2019, and KataGo's later `policySurpriseDataWeight`).
     pub policy_surprise: f32,
 }
 
+/// The largest policy surprise: with each prior floored at 1e-8 the divergence of a distribution
+/// from it is at most `ln(10^8) ≈ 18.42` nats; 18.5 leaves room for rounding. Shards refuse more.
+pub const MAX_POLICY_SURPRISE: f32 = 18.5;
+
 /// `KL(target ‖ prior)` in nats, each prior floored at 1e-8, terms with a zero target left out;
-/// never negative (rounding is clamped) and `0` for empty slices. `target` and `prior` are over
-/// the same moves.
+/// in `[0, MAX_POLICY_SURPRISE]` (rounding is clamped) and `0` for empty slices. `target` and
+/// `prior` are over the same moves.
 pub fn policy_surprise(target: &[f32], prior: &[f32]) -> f32 {
     let kl: f32 = target
         .iter()
@@ -143,7 +148,7 @@ pub fn policy_surprise(target: &[f32], prior: &[f32]) -> f32 {
         .filter(|(t, _)| **t > 0.0)
         .map(|(&t, &q)| t * (t / q.max(1e-8)).ln())
         .sum();
-    if kl.is_finite() { kl.max(0.0) } else { 0.0 }
+    if kl.is_finite() { kl.clamp(0.0, MAX_POLICY_SURPRISE) } else { 0.0 }
 }
 
 /// An MCTS over game states `G` (see the [module documentation](self)).

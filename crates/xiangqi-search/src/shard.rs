@@ -23,7 +23,7 @@
 //! | `ending` | u8 | `[N]` | how the sample's game ended: [`xiangqi::OutcomeReason::index`] (0 `checkmate` … 8 `resignation`, 9 `length_cap`); 255 unknown (read from version 1) |
 //! | `game_plies` | u16 | `[N]` | the length of the sample's game in plies (0 unknown): plies left = `game_plies − ply` |
 //! | `final_material` | i16 | `[N]` | the material balance of the game's final position for the sample's side to move, in half-pawns ([`Material::material_half_pawns`](crate::Material::material_half_pawns)); [`UNKNOWN_MATERIAL`] when unknown |
-//! | `policy_surprise` | f32 | `[N]` | the search's [policy surprise](crate::SearchResult::policy_surprise): `KL(policy ‖ network prior)` in nats, `≥ 0`; [`UNKNOWN_SURPRISE`] (−1) when unknown (imported games; read as such from versions 1–4) |
+//! | `policy_surprise` | f32 | `[N]` | the search's [policy surprise](crate::SearchResult::policy_surprise): `KL(policy ‖ network prior)` in nats, 0 to [`MAX_POLICY_SURPRISE`](crate::MAX_POLICY_SURPRISE) (18.5); [`UNKNOWN_SURPRISE`] (−1) when unknown (imported games; read as such from versions 1–4) |
 //! | `policy_offsets` | u32 | `[N + 1]` | sample `i`'s policy is entries `policy_offsets[i]..policy_offsets[i + 1]` (CSR) |
 //! | `policy_moves` | u16 | `[M]` | every legal move of the sample, as [`xiangqi::Move::to_u16`]: `from + 128 · to`, point = rank · 9 + file (a janggi pass: from = to = the general's point) |
 //! | `policy_probs` | f32 | `[M]` | the search policy (sums to 1 per sample; entries may be 0) |
@@ -56,6 +56,7 @@ use xiangqi::{Color, Move};
 
 use crate::game::{GameEnv, GameKind};
 use crate::record::GameRecord;
+use crate::search::MAX_POLICY_SURPRISE;
 
 /// The shard format version this crate writes; it reads this one and versions 1 (which lacks
 /// `ending`, `game_plies` and `final_material`: they read as unknown), 2 (which lacks
@@ -186,7 +187,8 @@ pub struct Shard {
     pub worker: Vec<u64>,
     /// The generation of the net that played each sample's game ([`UNKNOWN_GENERATION`]).
     pub generation: Vec<u32>,
-    /// The search's policy surprise in nats (`≥ 0`); [`UNKNOWN_SURPRISE`] when unknown.
+    /// The search's policy surprise in nats (0 to [`MAX_POLICY_SURPRISE`]); [`UNKNOWN_SURPRISE`]
+    /// when unknown.
     pub policy_surprise: Vec<f32>,
 }
 
@@ -219,7 +221,7 @@ pub struct SampleRef<'a> {
     pub worker: u64,
     /// The generation of the net that played the game, or [`UNKNOWN_GENERATION`].
     pub generation: u32,
-    /// The search's policy surprise in nats (`≥ 0`); `None` when unknown.
+    /// The search's policy surprise in nats (0 to [`MAX_POLICY_SURPRISE`]); `None` when unknown.
     pub policy_surprise: Option<f32>,
 }
 
@@ -481,12 +483,13 @@ impl Shard {
         if let Some(i) = self
             .policy_surprise
             .iter()
-            .position(|&v| !(v == UNKNOWN_SURPRISE || (v.is_finite() && v >= 0.0)))
+            .position(|&v| !(v == UNKNOWN_SURPRISE || (0.0..=MAX_POLICY_SURPRISE).contains(&v)))
         {
             return invalid(
                 "policy_surprise",
                 format!(
-                    "sample {i}: {} is not a divergence (finite and >= 0, or -1 for unknown)",
+                    "sample {i}: {} is not a policy surprise (0 to {MAX_POLICY_SURPRISE} nats, or -1 \
+                     for unknown)",
                     self.policy_surprise[i]
                 ),
             );

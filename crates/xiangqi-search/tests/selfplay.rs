@@ -648,11 +648,49 @@ fn self_play_records_the_policy_surprise_and_shards_keep_it() {
     assert!(old.policy_surprise.iter().all(|&s| s == UNKNOWN_SURPRISE));
     assert_eq!(old.sample(0).policy_surprise, None);
 
-    for bad in [-0.5, f32::NAN, f32::INFINITY] {
+    for bad in [-0.5, f32::NAN, f32::INFINITY, 18.6, 3e38] {
         let mut broken = shard.clone();
         broken.policy_surprise[1] = bad;
         let err = write_shard_to(std::io::Cursor::new(Vec::new()), &broken).unwrap_err();
         assert!(matches!(err, ShardError::Invalid { name: "policy_surprise", .. }), "{bad}: {err}");
         assert!(err.to_string().contains("sample 1"), "{err}");
     }
+}
+
+/// `label::relabel` keeps a labelled sample's position and game columns, makes the engine's
+/// move the one-hot policy target and its value the root value, and marks the policy surprise
+/// unknown (the search's target it measured is gone); the result is a valid shard.
+#[test]
+fn relabelled_samples_have_an_unknown_surprise() {
+    use xiangqi_search::label::{Label, relabel};
+    use xiangqi_search::{UNKNOWN_SURPRISE, read_shard_from, write_shard_to};
+    let (records, _) = play(&small_search(), &small_selfplay(), 2);
+    let mut shard = Shard::new::<xiangqi::Game>(RuleSet::Asian);
+    for r in &records {
+        shard.push_game(r, 0);
+    }
+    assert!(shard.policy_surprise.iter().all(|&s| s >= 0.0));
+    // Every other sample labelled with its last legal move at value 0.25.
+    let labels: Vec<Option<Label>> = (0..shard.len())
+        .map(|i| {
+            (i % 2 == 0).then(|| {
+                let s = shard.sample(i);
+                let best = xiangqi::Move::from_u16(*s.moves.last().unwrap()).unwrap();
+                Label { best, value: 0.25 }
+            })
+        })
+        .collect();
+    let out = relabel(&shard, &labels).unwrap();
+    assert_eq!(out.len(), shard.len().div_ceil(2));
+    assert!(out.policy_surprise.iter().all(|&s| s == UNKNOWN_SURPRISE));
+    for j in 0..out.len() {
+        let (a, b) = (out.sample(j), shard.sample(2 * j));
+        assert_eq!((a.inputs, a.moves), (b.inputs, b.moves));
+        assert_eq!(a.probs.last(), Some(&1.0));
+        assert_eq!(a.probs.iter().sum::<f32>(), 1.0);
+        assert_eq!(a.root_value, 0.25);
+        assert_eq!(a.policy_surprise, None);
+    }
+    let bytes = write_shard_to(std::io::Cursor::new(Vec::new()), &out).unwrap().into_inner();
+    assert_eq!(read_shard_from(std::io::Cursor::new(bytes)).unwrap(), out);
 }

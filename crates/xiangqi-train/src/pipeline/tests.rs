@@ -402,6 +402,28 @@ mod surprise {
         assert_eq!(plain.total_weight(), None);
     }
 
+    /// An empty shard (an iteration whose games gave no sample) takes no draws, even as the
+    /// newest; a draw at the very end of the total (rounding) lands on the newest sample.
+    #[test]
+    fn empty_shards_take_no_draws() {
+        let mut window = ReplayWindow::default();
+        window.push(1, shard(&[0.1, 0.3], &[true, true]), usize::MAX, 0.5);
+        window.push(2, shard(&[], &[]), usize::MAX, 0.5);
+        let total = window.total_weight().unwrap();
+        assert!((total - 2.0).abs() < 1e-9, "{total}");
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        for _ in 0..1000 {
+            let (s, i) = window.draw(&mut rng, Some(total));
+            assert_eq!(s.len(), 2);
+            assert!(i < 2);
+        }
+        // The end of the total and past it: the last sample of the last shard holding one.
+        let (s, i) = window.locate_weighted(total);
+        assert_eq!((s.len(), i), (2, 1));
+        let (s, i) = window.locate_weighted(total * 1.5);
+        assert_eq!((s.len(), i), (2, 1));
+    }
+
     #[test]
     fn dropping_the_oldest_shard_drops_its_weights() {
         let mut window = ReplayWindow::default();

@@ -94,18 +94,25 @@ impl ReplayWindow {
     }
 
     /// The sample at `u` of the window's total sampling weight (`0 ≤ u < ` that total): the
-    /// shards in order, each taking its total weight (its sample count when unweighted).
-    fn locate_weighted(&self, mut u: f64) -> (&Shard, usize) {
-        let last = self.shards.len() - 1;
-        for (k, ((_, s), cum)) in self.shards.iter().zip(&self.cumulative).enumerate() {
+    /// shards in order, each taking its total weight (its sample count when unweighted). A `u`
+    /// that rounding leaves at or past the total gives the newest sample; empty shards are
+    /// passed over. The window must hold a sample.
+    pub(super) fn locate_weighted(&self, mut u: f64) -> (&Shard, usize) {
+        let mut newest = None;
+        for ((_, s), cum) in self.shards.iter().zip(&self.cumulative) {
+            if s.is_empty() {
+                continue;
+            }
             let total = cum.last().copied().unwrap_or(s.len() as f64);
-            if u < total || k == last {
+            if u < total {
                 let i = if cum.is_empty() { u as usize } else { cum.partition_point(|&c| c <= u) };
                 return (s, i.min(s.len() - 1));
             }
             u -= total;
+            newest = Some(s);
         }
-        unreachable!("a window with samples has a shard")
+        let s = newest.expect("a window with samples has a shard that holds some");
+        (s, s.len() - 1)
     }
 
     /// The window's total sampling weight, or `None` when every sample weighs 1 (then samples
