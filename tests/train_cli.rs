@@ -604,6 +604,7 @@ fn damaged_checkpoints_are_named_never_pruned_into_and_never_duplicate_metrics()
     assert!(o.status.success(), "{}", stderr(&o));
     let log = stderr(&o);
     assert!(log.contains("ckpt-000003") && log.contains("truncated"), "{log}");
+    assert!(log.contains("the newest checkpoint that loads"), "{log}");
     assert_eq!(iterations_done(&log), 0, "{log}");
     // The new ckpt-000001 is kept; the damaged newer one is left for the user to see.
     assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000001", "ckpt-000003"]);
@@ -626,6 +627,16 @@ fn damaged_checkpoints_are_named_never_pruned_into_and_never_duplicate_metrics()
     let o = train(&dir, &["--resume", "--iterations", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stderr(&o).contains("passed over"), "{}", stderr(&o));
+
+    // A damaged shard of the window: named and left out; the checkpoint loaded, so no word of
+    // falling back to an older one.
+    fs::write(dir.join("shards/shard-000004.npz"), b"not a zip archive").unwrap();
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("shard-000004.npz") && log.contains("unreadable"), "{log}");
+    assert!(!log.contains("the newest checkpoint that loads"), "{log}");
+    assert_eq!(iterations_done(&log), 5, "{log}");
     let _ = fs::remove_dir_all(&dir);
 }
 

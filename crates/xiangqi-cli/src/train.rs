@@ -313,7 +313,7 @@ fn lock_run_dir(run_dir: &Path) -> anyhow::Result<fs::File> {
 /// On resume: reports of iterations (and arenas) after the checkpoint are played again, so
 /// their rows are dropped and each completed iteration keeps exactly one row.
 fn drop_replayed_rows(run_dir: &Path, training: &TrainingRun) -> anyhow::Result<()> {
-    if !training.skipped().is_empty() {
+    if training.fell_back() {
         errln!(
             "warning: resuming from iteration {} (the newest checkpoint that loads)",
             training.iteration()

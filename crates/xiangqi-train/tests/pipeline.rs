@@ -571,6 +571,8 @@ fn pretraining_refuses_missing_empty_and_other_game_shards() {
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(tmp.join("empty")).unwrap();
     fs::create_dir_all(tmp.join("janggi")).unwrap();
+    fs::create_dir_all(tmp.join("damaged")).unwrap();
+    fs::write(tmp.join("damaged/a.npz"), b"not a zip archive").unwrap();
     fs::write(
         tmp.join("janggi/j.npz"),
         write_shard_to(
@@ -585,6 +587,9 @@ fn pretraining_refuses_missing_empty_and_other_game_shards() {
         ("missing", "no such directory or file"),
         ("empty", "holds no shard"),
         ("janggi", "this run plays xiangqi"),
+        // Every shard unreadable: the error names each one and why.
+        ("damaged", "no shard could be read: "),
+        ("damaged", "a.npz is unreadable (not a complete npz archive"),
     ] {
         let mut c = tiny();
         c.run.pretrain_shards = tmp.join(dir).to_str().unwrap().to_string();

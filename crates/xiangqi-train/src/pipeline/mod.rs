@@ -204,9 +204,11 @@ pub struct TrainingRun {
     started: Instant,
     /// The net of the previous arena, for the "previous checkpoint" match.
     last_arena_checkpoint: Option<u64>,
-    /// What `resume` passed over: entries that are not the run's checkpoints, and newer
-    /// checkpoints that could not be loaded, each with the reason.
+    /// What `resume` passed over: entries that are not the run's checkpoints, newer
+    /// checkpoints that could not be loaded and unreadable shards, each with the reason.
     skipped: Vec<(PathBuf, String)>,
+    /// Whether [`TrainingRun::resume`] passed over a newer checkpoint it could not load.
+    fell_back: bool,
     /// Warnings of the running loop not yet taken by the caller.
     pending_warnings: Vec<String>,
     /// This run's identity ([`COUNTER_RUN_ID`]); `None` for a run of an earlier version.
@@ -326,6 +328,7 @@ impl TrainingRun {
             started: Instant::now(),
             last_arena_checkpoint: None,
             skipped: Vec::new(),
+            fell_back: false,
             pending_warnings: Vec::new(),
             run_id: Some(new_run_id()),
             resign: ResignCalibration::new(RESIGN_CALIBRATION_CAPACITY),
@@ -401,6 +404,7 @@ impl TrainingRun {
                         started: Instant::now(),
                         last_arena_checkpoint: c(COUNTER_LAST_ARENA).checked_sub(1),
                         config,
+                        fell_back: last_error.is_some(),
                         skipped,
                         pending_warnings: Vec::new(),
                         run_id: manifest.counters.get(COUNTER_RUN_ID).copied(),
@@ -436,9 +440,16 @@ impl TrainingRun {
     }
 
     /// What [`TrainingRun::resume`] passed over, `(path, reason)`: entries of the checkpoint
-    /// directory that are not the run's checkpoints, and newer checkpoints it could not load.
+    /// directory that are not the run's checkpoints, newer checkpoints it could not load, and
+    /// shards it could not read into the replay window.
     pub fn skipped(&self) -> &[(PathBuf, String)] {
         &self.skipped
+    }
+
+    /// Whether [`TrainingRun::resume`] fell back from a newer checkpoint it could not load to
+    /// an older one (named in [`TrainingRun::skipped`]).
+    pub fn fell_back(&self) -> bool {
+        self.fell_back
     }
 
     /// The iteration after which the last completed arena was played, if any.

@@ -87,6 +87,7 @@ pub(super) fn read_pretrain_set(
         return Err(fail("holds no shard (*.npz); `xqz import` and `xqz label` write them".into()));
     }
     let mut window = ReplayWindow::default();
+    let warned_before = warnings.len();
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     let (mut shards, mut games) = (0u64, 0u64);
     for file in &files {
@@ -133,7 +134,19 @@ pub(super) fn read_pretrain_set(
     }
     if window.samples == 0 {
         return Err(fail(if shards == 0 {
-            "no shard could be read".into()
+            // The reasons, which the warnings would give only if the run went on.
+            let reasons = &warnings[warned_before..];
+            let shown: Vec<&str> = reasons
+                .iter()
+                .take(3)
+                .map(|w| w.strip_prefix("pretraining: ").unwrap_or(w))
+                .collect();
+            let more = reasons.len().saturating_sub(shown.len());
+            format!(
+                "no shard could be read: {}{}",
+                shown.join("; "),
+                if more > 0 { format!("; and {more} more") } else { String::new() }
+            )
         } else {
             "the shards hold no sample".into()
         }));
