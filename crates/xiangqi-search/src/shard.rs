@@ -673,10 +673,15 @@ fn read_entry<R: Read + Seek, T: ReadableElement, D: ndarray::Dimension>(
     let data = bytes.len() - header_end;
     let needed = header.shape.iter().try_fold(std::mem::size_of::<T>(), |n, &d| n.checked_mul(d));
     if needed != Some(data) {
+        // The dtype is named too: the likeliest cause is an array of another element size
+        // (numpy's default float64 where the format has float32).
         return Err(invalid(format!(
-            "its header declares shape {:?} ({} bytes), the entry holds {data} bytes of data",
+            "its header declares shape {:?} of dtype {} ({} bytes as the format's {}), the \
+             entry holds {data} bytes of data",
             header.shape,
-            needed.map_or("more than 2^64".to_string(), |n| n.to_string())
+            header.type_descriptor,
+            needed.map_or("more than 2^64".to_string(), |n| n.to_string()),
+            std::any::type_name::<T>()
         )));
     }
     ndarray::Array::<T, D>::read_npy(bytes.as_slice()).map_err(|e| array(e.into()))

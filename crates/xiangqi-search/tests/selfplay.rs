@@ -585,6 +585,9 @@ fn a_fork_pool_carries_games_from_one_call_to_the_next() {
 /// prior over `n` legal moves is `1/n`, so the surprise is `Σ p ln(p n)` of the sample's
 /// target. The column survives a shard's round trip; a version 4 shard, which lacks it, reads as
 /// unknown; a value that is no divergence is refused with the array named.
+/// An npz archive being written in memory.
+type Npz = ndarray_npy::NpzWriter<std::io::Cursor<Vec<u8>>>;
+
 #[test]
 fn self_play_records_the_policy_surprise_and_shards_keep_it() {
     use ndarray::{Array1, Array2};
@@ -618,35 +621,54 @@ fn self_play_records_the_policy_surprise_and_shards_keep_it() {
     let bytes = write_shard_to(std::io::Cursor::new(Vec::new()), &shard).unwrap().into_inner();
     assert_eq!(read_shard_from(std::io::Cursor::new(bytes)).unwrap(), shard);
 
-    // The arrays of format version 4, as the earlier writer laid them out.
-    let n = shard.len();
-    let mut npz = NpzWriter::new_compressed(std::io::Cursor::new(Vec::new()));
-    npz.add_array("format_version", &Array1::from_vec(vec![4u32])).unwrap();
-    npz.add_array("game", &Array1::from_vec(vec![0u8])).unwrap();
-    npz.add_array("rules", &Array1::from_vec(vec![0u8])).unwrap();
-    let flat: Vec<u8> = shard.boards.iter().flatten().copied().collect();
-    npz.add_array("boards", &Array2::from_shape_vec((n, 90), flat).unwrap()).unwrap();
-    npz.add_array("turn", &Array1::from_vec(shard.turn.clone())).unwrap();
-    npz.add_array("halfmove_clock", &Array1::from_vec(shard.halfmove_clock.clone())).unwrap();
-    npz.add_array("repeated", &Array1::from_vec(shard.repeated.clone())).unwrap();
-    npz.add_array("result", &Array1::from_vec(shard.result.clone())).unwrap();
-    npz.add_array("full_search", &Array1::from_vec(shard.full_search.clone())).unwrap();
-    npz.add_array("root_value", &Array1::from_vec(shard.root_value.clone())).unwrap();
-    npz.add_array("game_id", &Array1::from_vec(shard.game_id.clone())).unwrap();
-    npz.add_array("ply", &Array1::from_vec(shard.ply.clone())).unwrap();
-    npz.add_array("policy_offsets", &Array1::from_vec(shard.policy_offsets.clone())).unwrap();
-    npz.add_array("policy_moves", &Array1::from_vec(shard.policy_moves.clone())).unwrap();
-    npz.add_array("policy_probs", &Array1::from_vec(shard.policy_probs.clone())).unwrap();
-    npz.add_array("ending", &Array1::from_vec(shard.ending.clone())).unwrap();
-    npz.add_array("game_plies", &Array1::from_vec(shard.game_plies.clone())).unwrap();
-    npz.add_array("final_material", &Array1::from_vec(shard.final_material.clone())).unwrap();
-    npz.add_array("worker", &Array1::from_vec(shard.worker.clone())).unwrap();
-    npz.add_array("generation", &Array1::from_vec(shard.generation.clone())).unwrap();
-    let bytes = npz.finish().unwrap().into_inner();
+    // The arrays of format version `version`, as the writer lays them out, without
+    // `policy_surprise`; `extra` adds more.
+    let arrays = |version: u32, extra: &dyn Fn(&mut Npz)| -> Vec<u8> {
+        let n = shard.len();
+        let mut npz = NpzWriter::new_compressed(std::io::Cursor::new(Vec::new()));
+        npz.add_array("format_version", &Array1::from_vec(vec![version])).unwrap();
+        npz.add_array("game", &Array1::from_vec(vec![0u8])).unwrap();
+        npz.add_array("rules", &Array1::from_vec(vec![0u8])).unwrap();
+        let flat: Vec<u8> = shard.boards.iter().flatten().copied().collect();
+        npz.add_array("boards", &Array2::from_shape_vec((n, 90), flat).unwrap()).unwrap();
+        npz.add_array("turn", &Array1::from_vec(shard.turn.clone())).unwrap();
+        npz.add_array("halfmove_clock", &Array1::from_vec(shard.halfmove_clock.clone())).unwrap();
+        npz.add_array("repeated", &Array1::from_vec(shard.repeated.clone())).unwrap();
+        npz.add_array("result", &Array1::from_vec(shard.result.clone())).unwrap();
+        npz.add_array("full_search", &Array1::from_vec(shard.full_search.clone())).unwrap();
+        npz.add_array("root_value", &Array1::from_vec(shard.root_value.clone())).unwrap();
+        npz.add_array("game_id", &Array1::from_vec(shard.game_id.clone())).unwrap();
+        npz.add_array("ply", &Array1::from_vec(shard.ply.clone())).unwrap();
+        npz.add_array("policy_offsets", &Array1::from_vec(shard.policy_offsets.clone())).unwrap();
+        npz.add_array("policy_moves", &Array1::from_vec(shard.policy_moves.clone())).unwrap();
+        npz.add_array("policy_probs", &Array1::from_vec(shard.policy_probs.clone())).unwrap();
+        npz.add_array("ending", &Array1::from_vec(shard.ending.clone())).unwrap();
+        npz.add_array("game_plies", &Array1::from_vec(shard.game_plies.clone())).unwrap();
+        npz.add_array("final_material", &Array1::from_vec(shard.final_material.clone())).unwrap();
+        npz.add_array("worker", &Array1::from_vec(shard.worker.clone())).unwrap();
+        npz.add_array("generation", &Array1::from_vec(shard.generation.clone())).unwrap();
+        extra(&mut npz);
+        npz.finish().unwrap().into_inner()
+    };
+    // Version 4 had no surprise: unknown.
+    let bytes = arrays(4, &|_| {});
     let old = read_shard_from(std::io::Cursor::new(bytes)).unwrap();
     assert_eq!(old.root_value, shard.root_value);
     assert!(old.policy_surprise.iter().all(|&s| s == UNKNOWN_SURPRISE));
     assert_eq!(old.sample(0).policy_surprise, None);
+    // Version 5 without the column, and with it as float64 (numpy's default float): refused,
+    // the array named, and for the float64 its dtype.
+    let err = read_shard_from(std::io::Cursor::new(arrays(5, &|_| {}))).unwrap_err();
+    assert!(matches!(err, ShardError::Array { name: "policy_surprise", .. }), "{err}");
+    let f64s = Array1::from_vec(shard.policy_surprise.iter().map(|&s| f64::from(s)).collect());
+    let bytes = arrays(5, &|npz| npz.add_array("policy_surprise", &f64s).unwrap());
+    let err = read_shard_from(std::io::Cursor::new(bytes)).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("'policy_surprise'") && text.contains("'<f8'"), "{text}");
+    assert!(text.contains("f32"), "{text}");
+    let f32s = Array1::from_vec(shard.policy_surprise.clone());
+    let bytes = arrays(5, &|npz| npz.add_array("policy_surprise", &f32s).unwrap());
+    assert_eq!(read_shard_from(std::io::Cursor::new(bytes)).unwrap(), shard);
 
     for bad in [-0.5, f32::NAN, f32::INFINITY, 18.6, 3e38] {
         let mut broken = shard.clone();
