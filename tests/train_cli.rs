@@ -637,6 +637,15 @@ fn damaged_checkpoints_are_named_never_pruned_into_and_never_duplicate_metrics()
     assert!(log.contains("shard-000004.npz") && log.contains("unreadable"), "{log}");
     assert!(!log.contains("the newest checkpoint that loads"), "{log}");
     assert_eq!(iterations_done(&log), 5, "{log}");
+    // A damaged shard of the iteration to come (written before a stop, its checkpoint never):
+    // named, and the iteration's games played again in its place.
+    let next = dir.join("shards/shard-000007.npz");
+    fs::write(&next, b"not a zip archive").unwrap();
+    let o = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("shard-000007.npz") && log.contains("played again"), "{log}");
+    assert!(xiangqi_search::read_shard(&next).is_ok(), "{log}");
     let _ = fs::remove_dir_all(&dir);
 }
 

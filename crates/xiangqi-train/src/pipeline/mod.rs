@@ -640,7 +640,18 @@ impl TrainingRun {
         observer: &mut dyn Observer,
     ) -> Result<Option<IterationGames>, PipelineError> {
         let path = shard_path(&self.paths, iteration);
-        match read_shard(&path) {
+        let read = read_shard(&path);
+        if let Err(e) = &read
+            && path.exists()
+        {
+            // A shard of this iteration from before a stop, damaged since: said, not silent.
+            self.pending_warnings.push(format!(
+                "{}: unreadable ({}); the iteration's games are played again and replace it",
+                path.display(),
+                shard_reason(e)
+            ));
+        }
+        match read {
             Ok(shard) => {
                 self.check_shard_game(&path, &shard)?;
                 let report = SelfPlayReport {
