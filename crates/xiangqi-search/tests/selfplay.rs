@@ -429,8 +429,6 @@ fn shards_record_each_games_ending_length_and_final_material() {
 
 #[test]
 fn version_1_shards_still_read_with_unknown_endings() {
-    use ndarray::{Array1, Array2};
-    use ndarray_npy::NpzWriter;
     use xiangqi_search::{UNKNOWN_ENDING, UNKNOWN_MATERIAL, read_shard_from};
     let (records, _) = play(&small_search(), &small_selfplay(), 2);
     let mut shard = Shard::new::<xiangqi::Game>(RuleSet::Asian);
@@ -439,23 +437,7 @@ fn version_1_shards_still_read_with_unknown_endings() {
     }
     // The arrays of format version 1, as the earlier writer laid them out.
     let n = shard.len();
-    let mut npz = NpzWriter::new_compressed(std::io::Cursor::new(Vec::new()));
-    npz.add_array("format_version", &Array1::from_vec(vec![1u32])).unwrap();
-    npz.add_array("rules", &Array1::from_vec(vec![0u8])).unwrap();
-    let flat: Vec<u8> = shard.boards.iter().flatten().copied().collect();
-    npz.add_array("boards", &Array2::from_shape_vec((n, 90), flat).unwrap()).unwrap();
-    npz.add_array("turn", &Array1::from_vec(shard.turn.clone())).unwrap();
-    npz.add_array("halfmove_clock", &Array1::from_vec(shard.halfmove_clock.clone())).unwrap();
-    npz.add_array("repeated", &Array1::from_vec(shard.repeated.clone())).unwrap();
-    npz.add_array("result", &Array1::from_vec(shard.result.clone())).unwrap();
-    npz.add_array("full_search", &Array1::from_vec(shard.full_search.clone())).unwrap();
-    npz.add_array("root_value", &Array1::from_vec(shard.root_value.clone())).unwrap();
-    npz.add_array("game_id", &Array1::from_vec(shard.game_id.clone())).unwrap();
-    npz.add_array("ply", &Array1::from_vec(shard.ply.clone())).unwrap();
-    npz.add_array("policy_offsets", &Array1::from_vec(shard.policy_offsets.clone())).unwrap();
-    npz.add_array("policy_moves", &Array1::from_vec(shard.policy_moves.clone())).unwrap();
-    npz.add_array("policy_probs", &Array1::from_vec(shard.policy_probs.clone())).unwrap();
-    let bytes = npz.finish().unwrap().into_inner();
+    let bytes = arrays_of_version(&shard, 1, &|_| {});
     let old = read_shard_from(std::io::Cursor::new(bytes)).unwrap();
     assert_eq!(old.len(), n);
     assert_eq!(old.result, shard.result);
@@ -588,10 +570,48 @@ fn a_fork_pool_carries_games_from_one_call_to_the_next() {
 /// An npz archive being written in memory.
 type Npz = ndarray_npy::NpzWriter<std::io::Cursor<Vec<u8>>>;
 
+/// The arrays of `shard` as the writer of format `version` laid them out: versions 1 and on the
+/// board, search and policy arrays; 2 and on `ending`, `game_plies`, `final_material`; 3 and on
+/// `worker`, `generation`; 4 and on `game`. No `policy_surprise` (version 5's): `extra` adds
+/// any further array.
+fn arrays_of_version(shard: &Shard, version: u32, extra: &dyn Fn(&mut Npz)) -> Vec<u8> {
+    use ndarray::{Array1, Array2};
+    let n = shard.len();
+    let mut npz = Npz::new_compressed(std::io::Cursor::new(Vec::new()));
+    npz.add_array("format_version", &Array1::from_vec(vec![version])).unwrap();
+    if version >= 4 {
+        npz.add_array("game", &Array1::from_vec(vec![0u8])).unwrap();
+    }
+    npz.add_array("rules", &Array1::from_vec(vec![0u8])).unwrap();
+    let flat: Vec<u8> = shard.boards.iter().flatten().copied().collect();
+    npz.add_array("boards", &Array2::from_shape_vec((n, 90), flat).unwrap()).unwrap();
+    npz.add_array("turn", &Array1::from_vec(shard.turn.clone())).unwrap();
+    npz.add_array("halfmove_clock", &Array1::from_vec(shard.halfmove_clock.clone())).unwrap();
+    npz.add_array("repeated", &Array1::from_vec(shard.repeated.clone())).unwrap();
+    npz.add_array("result", &Array1::from_vec(shard.result.clone())).unwrap();
+    npz.add_array("full_search", &Array1::from_vec(shard.full_search.clone())).unwrap();
+    npz.add_array("root_value", &Array1::from_vec(shard.root_value.clone())).unwrap();
+    npz.add_array("game_id", &Array1::from_vec(shard.game_id.clone())).unwrap();
+    npz.add_array("ply", &Array1::from_vec(shard.ply.clone())).unwrap();
+    npz.add_array("policy_offsets", &Array1::from_vec(shard.policy_offsets.clone())).unwrap();
+    npz.add_array("policy_moves", &Array1::from_vec(shard.policy_moves.clone())).unwrap();
+    npz.add_array("policy_probs", &Array1::from_vec(shard.policy_probs.clone())).unwrap();
+    if version >= 2 {
+        npz.add_array("ending", &Array1::from_vec(shard.ending.clone())).unwrap();
+        npz.add_array("game_plies", &Array1::from_vec(shard.game_plies.clone())).unwrap();
+        npz.add_array("final_material", &Array1::from_vec(shard.final_material.clone())).unwrap();
+    }
+    if version >= 3 {
+        npz.add_array("worker", &Array1::from_vec(shard.worker.clone())).unwrap();
+        npz.add_array("generation", &Array1::from_vec(shard.generation.clone())).unwrap();
+    }
+    extra(&mut npz);
+    npz.finish().unwrap().into_inner()
+}
+
 #[test]
 fn self_play_records_the_policy_surprise_and_shards_keep_it() {
-    use ndarray::{Array1, Array2};
-    use ndarray_npy::NpzWriter;
+    use ndarray::Array1;
     use xiangqi_search::{UNKNOWN_SURPRISE, read_shard_from, write_shard_to};
     let (records, _) = play(&small_search(), &small_selfplay(), 3);
     let mut surprising = 0;
@@ -621,35 +641,7 @@ fn self_play_records_the_policy_surprise_and_shards_keep_it() {
     let bytes = write_shard_to(std::io::Cursor::new(Vec::new()), &shard).unwrap().into_inner();
     assert_eq!(read_shard_from(std::io::Cursor::new(bytes)).unwrap(), shard);
 
-    // The arrays of format version `version`, as the writer lays them out, without
-    // `policy_surprise`; `extra` adds more.
-    let arrays = |version: u32, extra: &dyn Fn(&mut Npz)| -> Vec<u8> {
-        let n = shard.len();
-        let mut npz = NpzWriter::new_compressed(std::io::Cursor::new(Vec::new()));
-        npz.add_array("format_version", &Array1::from_vec(vec![version])).unwrap();
-        npz.add_array("game", &Array1::from_vec(vec![0u8])).unwrap();
-        npz.add_array("rules", &Array1::from_vec(vec![0u8])).unwrap();
-        let flat: Vec<u8> = shard.boards.iter().flatten().copied().collect();
-        npz.add_array("boards", &Array2::from_shape_vec((n, 90), flat).unwrap()).unwrap();
-        npz.add_array("turn", &Array1::from_vec(shard.turn.clone())).unwrap();
-        npz.add_array("halfmove_clock", &Array1::from_vec(shard.halfmove_clock.clone())).unwrap();
-        npz.add_array("repeated", &Array1::from_vec(shard.repeated.clone())).unwrap();
-        npz.add_array("result", &Array1::from_vec(shard.result.clone())).unwrap();
-        npz.add_array("full_search", &Array1::from_vec(shard.full_search.clone())).unwrap();
-        npz.add_array("root_value", &Array1::from_vec(shard.root_value.clone())).unwrap();
-        npz.add_array("game_id", &Array1::from_vec(shard.game_id.clone())).unwrap();
-        npz.add_array("ply", &Array1::from_vec(shard.ply.clone())).unwrap();
-        npz.add_array("policy_offsets", &Array1::from_vec(shard.policy_offsets.clone())).unwrap();
-        npz.add_array("policy_moves", &Array1::from_vec(shard.policy_moves.clone())).unwrap();
-        npz.add_array("policy_probs", &Array1::from_vec(shard.policy_probs.clone())).unwrap();
-        npz.add_array("ending", &Array1::from_vec(shard.ending.clone())).unwrap();
-        npz.add_array("game_plies", &Array1::from_vec(shard.game_plies.clone())).unwrap();
-        npz.add_array("final_material", &Array1::from_vec(shard.final_material.clone())).unwrap();
-        npz.add_array("worker", &Array1::from_vec(shard.worker.clone())).unwrap();
-        npz.add_array("generation", &Array1::from_vec(shard.generation.clone())).unwrap();
-        extra(&mut npz);
-        npz.finish().unwrap().into_inner()
-    };
+    let arrays = |version: u32, extra: &dyn Fn(&mut Npz)| arrays_of_version(&shard, version, extra);
     // Version 4 had no surprise: unknown.
     let bytes = arrays(4, &|_| {});
     let old = read_shard_from(std::io::Cursor::new(bytes)).unwrap();
