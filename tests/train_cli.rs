@@ -531,6 +531,7 @@ fn pruning_never_removes_the_newest_checkpoint_and_ignores_foreign_folders() {
     assert!(o.status.success(), "{}", stderr(&o));
     let log = stderr(&o);
     assert!(log.contains("ckpt-000099") && log.contains("not a checkpoint"), "{log}");
+    assert!(log.contains("the newest checkpoint that loads"), "{log}");
     assert_eq!(iterations_done(&log), 3, "{log}");
     assert!(log.contains("checkpoint ") && log.contains("ckpt-000005"), "{log}");
     assert_eq!(checkpoints(&dir), ["ckpt-000000", "ckpt-000005", "ckpt-000099"]);

@@ -381,7 +381,7 @@ impl TrainingRun {
         })?;
         let mut skipped = scan.ignored;
         let mut last_error = None;
-        for (_, dir) in scan.checkpoints.iter().rev() {
+        for (loaded, dir) in scan.checkpoints.iter().rev() {
             match checkpoint::load_trainer(
                 dir,
                 Some(config.network().get()),
@@ -392,6 +392,12 @@ impl TrainingRun {
                     // A run of another game: the config is wrong, not the checkpoint.
                     manifest.expect_game(dir, config.selfplay().game)?;
                     let c = |k: &str| manifest.counters.get(k).copied().unwrap_or(0);
+                    // Fell back: a newer checkpoint failed to load, or a folder named as a newer
+                    // one was passed over (a damaged or missing manifest makes it no checkpoint).
+                    let fell_back = last_error.is_some()
+                        || skipped
+                            .iter()
+                            .any(|(p, _)| numbered(p, "ckpt-", "").is_some_and(|n| n > *loaded));
                     let mut run = TrainingRun {
                         paths,
                         device: device.clone(),
@@ -404,7 +410,7 @@ impl TrainingRun {
                         started: Instant::now(),
                         last_arena_checkpoint: c(COUNTER_LAST_ARENA).checked_sub(1),
                         config,
-                        fell_back: last_error.is_some(),
+                        fell_back,
                         skipped,
                         pending_warnings: Vec::new(),
                         run_id: manifest.counters.get(COUNTER_RUN_ID).copied(),
@@ -446,8 +452,9 @@ impl TrainingRun {
         &self.skipped
     }
 
-    /// Whether [`TrainingRun::resume`] fell back from a newer checkpoint it could not load to
-    /// an older one (named in [`TrainingRun::skipped`]).
+    /// Whether [`TrainingRun::resume`] fell back to an older checkpoint: a newer one could not
+    /// be loaded, or a folder named as a newer one is no checkpoint of the run (both named in
+    /// [`TrainingRun::skipped`]).
     pub fn fell_back(&self) -> bool {
         self.fell_back
     }
