@@ -130,7 +130,8 @@ pub struct SearchResult<M> {
     /// from the evaluator's priors before any root noise (each prior floored at 1e-8), in
     /// `[0, MAX_POLICY_SURPRISE]`.
     /// KataGo's policy-surprise weighting trains more often on positions where it is large
-    /// (Wu, "Accelerating Self-Play Learning in Go", 2019, and KataGo's later `policySurpriseDataWeight`).
+    /// (`policySurpriseDataWeight`; KataGo's `docs/KataGoMethods.md`, "Policy Surprise
+    /// Weighting", a method added after its 2019 paper).
     pub policy_surprise: f32,
 }
 

@@ -23,7 +23,7 @@
 //! | `ending` | u8 | `[N]` | how the sample's game ended: [`xiangqi::OutcomeReason::index`] (0 `checkmate` … 8 `resignation`, 9 `length_cap`); 255 unknown (read from version 1) |
 //! | `game_plies` | u16 | `[N]` | the length of the sample's game in plies (0 unknown): plies left = `game_plies − ply` |
 //! | `final_material` | i16 | `[N]` | the material balance of the game's final position for the sample's side to move, in half-pawns ([`Material::material_half_pawns`](crate::Material::material_half_pawns)); [`UNKNOWN_MATERIAL`] when unknown |
-//! | `policy_surprise` | f32 | `[N]` | the search's [policy surprise](crate::SearchResult::policy_surprise): `KL(policy ‖ network prior)` in nats, 0 to [`MAX_POLICY_SURPRISE`](crate::MAX_POLICY_SURPRISE) (18.5); [`UNKNOWN_SURPRISE`] (−1) when unknown (imported games; read as such from versions 1–4) |
+//! | `policy_surprise` | f32 | `[N]` | the search's [policy surprise](crate::SearchResult::policy_surprise): `KL(policy ‖ network prior)` in nats, 0 to [`MAX_POLICY_SURPRISE`](crate::MAX_POLICY_SURPRISE) (18.5); [`UNKNOWN_SURPRISE`] (−1) when unknown (imported games, relabelled samples; read as such from versions 1–4) |
 //! | `policy_offsets` | u32 | `[N + 1]` | sample `i`'s policy is entries `policy_offsets[i]..policy_offsets[i + 1]` (CSR) |
 //! | `policy_moves` | u16 | `[M]` | every legal move of the sample, as [`xiangqi::Move::to_u16`]: `from + 128 · to`, point = rank · 9 + file (a janggi pass: from = to = the general's point) |
 //! | `policy_probs` | f32 | `[M]` | the search policy (sums to 1 per sample; entries may be 0) |

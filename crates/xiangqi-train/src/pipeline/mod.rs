@@ -207,7 +207,7 @@ pub struct TrainingRun {
     /// What `resume` passed over: entries that are not the run's checkpoints, newer
     /// checkpoints that could not be loaded and unreadable shards, each with the reason.
     skipped: Vec<(PathBuf, String)>,
-    /// Whether [`TrainingRun::resume`] passed over a newer checkpoint it could not load.
+    /// Whether `resume` fell back to an older checkpoint ([`TrainingRun::fell_back`]).
     fell_back: bool,
     /// Warnings of the running loop not yet taken by the caller.
     pending_warnings: Vec<String>,

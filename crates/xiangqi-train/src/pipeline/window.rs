@@ -17,14 +17,14 @@ pub(super) struct ReplayWindow {
 /// The sampling weight of each sample of `shard` under policy-surprise weighting with weight
 /// `w` in `[0, 1]` (`loop.policy_surprise_weight`), or `None` when every sample weighs 1.
 ///
-/// As KataGo's `policySurpriseDataWeight` (Wu, "Accelerating Self-Play Learning in Go", 2019,
-/// and KataGo's self-play since 1.8): among the shard's full-search samples whose surprise is
-/// known, a sample with surprise `s` (`KL(policy target ‖ network prior)`, nats) weighs
-/// `(1 − w) + w · s / s̄`, `s̄` their mean surprise; so their total weight is their count, and a
-/// full search whose target the net's prior already matched is drawn `1 − w` times as often as
-/// uniformly, while a surprising one is drawn more. Cheap searches (no policy target), samples
-/// of unknown surprise (imported games, shards before version 5) and every sample of a shard
-/// whose surprises are all 0 weigh 1. KataGo normalises per game; here it is per shard (an
+/// As KataGo's `policySurpriseDataWeight` (KataGo's `docs/KataGoMethods.md`, "Policy Surprise
+/// Weighting", a method added after its 2019 paper): among the shard's full-search samples
+/// whose surprise is known, a sample with surprise `s` (`KL(policy target ‖ network prior)`,
+/// nats) weighs `(1 − w) + w · s / s̄`, `s̄` their mean surprise; so their total weight is their
+/// count, and a full search whose target the net's prior already matched is drawn `1 − w` times
+/// as often as uniformly, while a surprising one is drawn more. Cheap searches (no policy
+/// target), samples of unknown surprise (imported games, relabelled samples, shards before
+/// version 5) and every sample of a shard whose surprises are all 0 weigh 1. KataGo normalises per game; here it is per shard (an
 /// iteration's games), which keeps each iteration's share of the window.
 pub(super) fn sampling_weights(shard: &Shard, w: f64) -> Option<Vec<f64>> {
     if w <= 0.0 {
