@@ -649,7 +649,7 @@ impl TrainingRun {
         let path = shard_path(&self.paths, iteration);
         let read = read_shard(&path);
         if let Err(e) = &read
-            && path.exists()
+            && path.is_file()
         {
             // A shard of this iteration from before a stop, damaged since: said, not silent.
             self.pending_warnings.push(format!(
