@@ -87,28 +87,27 @@ pub(super) fn read_pretrain_set(
         return Err(fail("holds no shard (*.npz); `xqz import` and `xqz label` write them".into()));
     }
     let mut window = ReplayWindow::default();
-    let warned_before = warnings.len();
+    // The shards left out, each as "PATH is unreadable (WHY)": warnings, and the error's
+    // reasons when none is left in.
+    let mut left_out: Vec<String> = Vec::new();
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     let (mut shards, mut games) = (0u64, 0u64);
     for file in &files {
         let bytes = match std::fs::read(file) {
             Ok(b) => b,
             Err(e) => {
-                warnings.push(format!(
-                    "pretraining: {} cannot be read ({e}) and is left out",
-                    file.display()
-                ));
+                left_out.push(format!("{} cannot be read ({e})", file.display()));
+                warnings
+                    .push(format!("pretraining: {} and is left out", left_out[left_out.len() - 1]));
                 continue;
             }
         };
         let shard: Shard = match read_shard_from(std::io::Cursor::new(&bytes)) {
             Ok(s) => s,
             Err(e) => {
-                warnings.push(format!(
-                    "pretraining: {} is unreadable ({}) and left out",
-                    file.display(),
-                    shard_reason(&e)
-                ));
+                left_out.push(format!("{} is unreadable ({})", file.display(), shard_reason(&e)));
+                warnings
+                    .push(format!("pretraining: {} and left out", left_out[left_out.len() - 1]));
                 continue;
             }
         };
@@ -135,16 +134,10 @@ pub(super) fn read_pretrain_set(
     if window.samples == 0 {
         return Err(fail(if shards == 0 {
             // The reasons, which the warnings would give only if the run went on.
-            let reasons = &warnings[warned_before..];
-            let shown: Vec<&str> = reasons
-                .iter()
-                .take(3)
-                .map(|w| w.strip_prefix("pretraining: ").unwrap_or(w))
-                .collect();
-            let more = reasons.len().saturating_sub(shown.len());
+            let more = left_out.len().saturating_sub(3);
             format!(
                 "no shard could be read: {}{}",
-                shown.join("; "),
+                left_out[..left_out.len() - more].join("; "),
                 if more > 0 { format!("; and {more} more") } else { String::new() }
             )
         } else {
