@@ -62,8 +62,8 @@ pub use record::{GameRecord, PgnError, SampleTarget, iccs, parse_iccs, parse_pgn
 pub use resign::ResignCalibration;
 pub use search::{MAX_POLICY_SURPRISE, Search, SearchResult, policy_surprise};
 pub use selfplay::{
-    ForkPool, ForkPools, SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng, play_games,
-    play_games_forking, play_games_from,
+    ForkPool, ForkPools, InFlight, SelfPlayError, SelfPlayEvent, SelfPlayStats, game_rng,
+    play_games, play_games_continuing, play_games_forking, play_games_from,
 };
 pub use shard::{
     FORMAT_VERSION, LOCAL_WORKER, SampleRef, Shard, ShardError, UNKNOWN_ENDING, UNKNOWN_GENERATION,

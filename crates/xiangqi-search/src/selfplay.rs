@@ -31,13 +31,21 @@
 //!   then did not lose.
 //! * After `length_cap` plies the game is scored a draw (`length_cap`).
 //!
+//! # Across calls
+//! [`play_games`] plays its games to the end: towards the end of a call fewer games are left,
+//! and the batches thin out. [`play_games_continuing`] keeps every slot busy instead and leaves
+//! the games still running at the end of a call in an [`InFlight`] for the next call, which
+//! plays them on with its own evaluator (continuous self-play, as KataGo's and Leela Chess
+//! Zero's self-play run across network updates).
+//!
 //! # Determinism
 //! Game `i` draws every random number from its own generator, seeded from (`seed`, `i`); games
 //! are assigned to slots, batched and applied in a fixed order, and finished games are reported
 //! in a fixed order. With an evaluator that answers each state the same way whatever the batch,
 //! the games and their order do not depend on the thread count or on scheduling. Forked games
 //! depend, besides, on the [`ForkPool`] passed in: the same calls in the same order give the
-//! same games.
+//! same games. Continuing calls are deterministic in the same way: the same calls with the same
+//! [`InFlight`] give the same games.
 
 use std::error::Error;
 use std::time::{Duration, Instant};
@@ -187,6 +195,9 @@ struct Settings<G: GameEnv> {
     rules: G::Rules,
     /// The id of the first game of the call.
     first_game_id: u64,
+    /// Continuous self-play ([`play_games_continuing`]): new games start as long as the call
+    /// runs, not only until `games` have started.
+    continuous: bool,
 }
 
 /// A game being played.
@@ -573,6 +584,109 @@ pub fn play_games_forking<G, E, F>(
     selfplay: &Checked<SelfPlayConfig>,
     games: u64,
     evaluator: &mut E,
+    on_event: F,
+) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
+where
+    G: GameEnv,
+    E: Evaluator<G>,
+    F: FnMut(SelfPlayEvent<'_, G>) -> Result<(), BoxError>,
+{
+    run_pool(first_game_id, forks, None, search, selfplay, games, evaluator, on_event)
+}
+
+/// The games a caller of [`play_games_continuing`] left unfinished at the end of a call, for its
+/// next call to play on: continuous self-play, as KataGo's and Leela Chess Zero's self-play run
+/// across network updates, so that no call waits for its last game with half-empty batches.
+///
+/// Held in memory only: a process that stops loses the games in it (their samples were never
+/// reported).
+pub struct InFlight<G: GameEnv> {
+    /// Games being played, in slot order, their searches as the call left them (leaves
+    /// gathered and not yet evaluated are evaluated by the next call's evaluator).
+    games: Vec<Running<G>>,
+    /// Games finished but not reported: beyond the call's count, or decided in their opening.
+    finished: std::collections::VecDeque<GameRecord<G>>,
+    next_game_id: u64,
+}
+
+impl<G: GameEnv> Default for InFlight<G> {
+    fn default() -> Self {
+        InFlight { games: Vec::new(), finished: Default::default(), next_game_id: 0 }
+    }
+}
+
+impl<G: GameEnv> InFlight<G> {
+    /// Unfinished games plus finished ones not yet reported.
+    pub fn len(&self) -> usize {
+        self.games.len() + self.finished.len()
+    }
+
+    /// Whether nothing is carried.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The id the next new game takes: the games started so far, over all calls.
+    pub fn next_game_id(&self) -> u64 {
+        self.next_game_id
+    }
+
+    /// The ids of the carried games, unfinished and finished, in the order the next call
+    /// plays them on.
+    pub fn game_ids(&self) -> Vec<u64> {
+        self.finished
+            .iter()
+            .map(|r| r.game_id)
+            .chain(self.games.iter().map(|r| r.game_id))
+            .collect()
+    }
+}
+
+/// Continuous self-play: plays until `games` games have finished, reporting them as
+/// [`play_games_forking`] does, and leaves the games still running in `in_flight` for the next
+/// call. The call first plays on the games `in_flight` holds (with this call's `evaluator` and
+/// settings: a new network and, say, a new resignation threshold apply to them from now on),
+/// then fills every free slot with a new game at once, so that the batches stay full to the end
+/// of the call. New games are numbered from [`InFlight::next_game_id`] on and draw from
+/// [`game_rng`]`(selfplay.seed, game_id)`: a caller keeps `selfplay.seed` the same from call to
+/// call, so that no two games share a generator.
+///
+/// Exactly `games` games are reported per call (one more finished in the same round waits in
+/// `in_flight` for the next call). A game's samples may come from several networks, as in
+/// KataGo's self-play.
+///
+/// # Errors
+/// As [`play_games`]; after an error `in_flight` holds no games (those of the call are lost).
+#[allow(clippy::too_many_arguments)]
+pub fn play_games_continuing<G, E, F>(
+    in_flight: &mut InFlight<G>,
+    forks: &mut ForkPool<G>,
+    search: &Checked<SearchConfig>,
+    selfplay: &Checked<SelfPlayConfig>,
+    games: u64,
+    evaluator: &mut E,
+    on_event: F,
+) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
+where
+    G: GameEnv,
+    E: Evaluator<G>,
+    F: FnMut(SelfPlayEvent<'_, G>) -> Result<(), BoxError>,
+{
+    let first = in_flight.next_game_id;
+    run_pool(first, forks, Some(in_flight), search, selfplay, games, evaluator, on_event)
+}
+
+/// The pool: `games` games from `first_game_id` on, or, with `carry`, continuous self-play
+/// ([`play_games_continuing`]).
+#[allow(clippy::too_many_arguments)]
+fn run_pool<G, E, F>(
+    first_game_id: u64,
+    forks: &mut ForkPool<G>,
+    mut carry: Option<&mut InFlight<G>>,
+    search: &Checked<SearchConfig>,
+    selfplay: &Checked<SelfPlayConfig>,
+    games: u64,
+    evaluator: &mut E,
     mut on_event: F,
 ) -> Result<SelfPlayStats, SelfPlayError<E::Error>>
 where
@@ -581,8 +695,19 @@ where
     F: FnMut(SelfPlayEvent<'_, G>) -> Result<(), BoxError>,
 {
     let rules = selfplay.rules_for::<G>()?;
-    let settings =
-        Settings { search: search.clone(), selfplay: selfplay.clone(), rules, first_game_id };
+    let continuous = carry.is_some();
+    // The carried games leave the carry now: an error below loses them.
+    let (carried, mut waiting) = match carry.as_deref_mut() {
+        Some(c) => (std::mem::take(&mut c.games), std::mem::take(&mut c.finished)),
+        None => (Vec::new(), Default::default()),
+    };
+    let settings = Settings {
+        search: search.clone(),
+        selfplay: selfplay.clone(),
+        rules,
+        first_game_id,
+        continuous,
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(selfplay.threads as usize)
         .build()
@@ -590,7 +715,11 @@ where
     let start_time = Instant::now();
     let mut stats =
         SelfPlayStats { max_batch: u64::from(selfplay.max_batch), ..Default::default() };
-    let in_flight = (selfplay.games_in_flight as u64).min(games) as usize;
+    let in_flight = if continuous {
+        (selfplay.games_in_flight as usize).max(carried.len())
+    } else {
+        (selfplay.games_in_flight as u64).min(games) as usize
+    };
     let sizes = if in_flight >= 2 {
         vec![in_flight / 2, in_flight - in_flight / 2]
     } else {
@@ -604,6 +733,19 @@ where
             driver: Lockstep::new(1, max_batch),
         })
         .collect();
+    // The carried games take the first slots, group by group.
+    let mut carried = carried.into_iter();
+    for g in &mut groups {
+        for slot in &mut g.slots {
+            slot.run = carried.next();
+        }
+    }
+    // Games finished and not yet reported by an earlier call come first.
+    while stats.games_finished < games {
+        let Some(record) = waiting.pop_front() else { break };
+        stats.elapsed = start_time.elapsed();
+        report(&record, &settings, &mut stats, forks, &mut on_event)?;
+    }
     // Start the first games, group by group, slot by slot.
     for g in &mut groups {
         start_games(g, &settings, games, &mut stats, forks);
@@ -651,13 +793,13 @@ where
             stats.moves += std::mem::take(&mut slot.moves);
             stats.full_searches += std::mem::take(&mut slot.full_searches);
             if let Some(record) = slot.finished.take() {
-                stats.count_game(&record);
-                if settings.selfplay.fork_game_prob > 0.0 {
-                    forks.push(&record, settings.selfplay.games_in_flight as usize);
+                if stats.games_finished >= games {
+                    // Continuous self-play only (a bounded call starts no more than `games`).
+                    waiting.push_back(record);
+                    continue;
                 }
                 stats.elapsed = start_time.elapsed();
-                on_event(SelfPlayEvent::GameFinished(&record, &stats))
-                    .map_err(SelfPlayError::Handler)?;
+                report(&record, &settings, &mut stats, forks, &mut on_event)?;
             }
         }
         start_games(processed, &settings, games, &mut stats, forks);
@@ -665,8 +807,40 @@ where
         on_event(SelfPlayEvent::Progress(&stats)).map_err(SelfPlayError::Handler)?;
         turn ^= 1;
     }
+    if let Some(c) = carry {
+        // What the slots hold goes on in the next call: games decided in their opening first
+        // (they are older than any game the next call finishes), then the games being played.
+        for g in &mut groups {
+            for slot in &mut g.slots {
+                if let Some(record) = slot.finished.take() {
+                    waiting.push_back(record);
+                }
+            }
+        }
+        c.finished = waiting;
+        c.games = groups.into_iter().flat_map(|g| g.slots).filter_map(|s| s.run).collect();
+        c.next_game_id = first_game_id.wrapping_add(stats.games_started);
+    }
     stats.elapsed = start_time.elapsed();
     Ok(stats)
+}
+
+/// Counts a finished game, adds it to the fork pool (when games fork) and reports it.
+fn report<G: GameEnv, F, E: Error + 'static>(
+    record: &GameRecord<G>,
+    settings: &Settings<G>,
+    stats: &mut SelfPlayStats,
+    forks: &mut ForkPool<G>,
+    on_event: &mut F,
+) -> Result<(), SelfPlayError<E>>
+where
+    F: FnMut(SelfPlayEvent<'_, G>) -> Result<(), BoxError>,
+{
+    stats.count_game(record);
+    if settings.selfplay.fork_game_prob > 0.0 {
+        forks.push(record, settings.selfplay.games_in_flight as usize);
+    }
+    on_event(SelfPlayEvent::GameFinished(record, stats)).map_err(SelfPlayError::Handler)
 }
 
 /// Fills the group's idle slots with new games (numbered in slot order; each may fork from a
@@ -681,7 +855,10 @@ fn start_games<'s, G: GameEnv>(
     let mut pending: usize =
         group.slots.iter().filter_map(|s| s.run.as_ref()).map(|r| r.search.num_pending()).sum();
     for slot in &mut group.slots {
-        if slot.run.is_some() || stats.games_started >= games {
+        if slot.run.is_some()
+            || slot.finished.is_some()
+            || (!settings.continuous && stats.games_started >= games)
+        {
             continue;
         }
         let game_id = settings.first_game_id.wrapping_add(stats.games_started);

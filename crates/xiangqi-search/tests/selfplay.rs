@@ -7,10 +7,10 @@ use xiangqi::{Color, Game, OutcomeReason, RuleSet};
 use xiangqi_search::resign::BINS;
 use xiangqi_search::shard::temp_path;
 use xiangqi_search::{
-    Algorithm, Checked, ForkPool, GameRecord, RecordedValue, ResignCalibration, ScriptedEvaluator,
-    SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard, ShardError,
-    UniformEvaluator, Validate, list_shards, parse_pgn_moves, play_games, play_games_forking,
-    read_shard, write_shard,
+    Algorithm, Checked, ForkPool, GameRecord, InFlight, RecordedValue, ResignCalibration,
+    ScriptedEvaluator, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard,
+    ShardError, UniformEvaluator, Validate, list_shards, parse_pgn_moves, play_games,
+    play_games_continuing, play_games_forking, read_shard, write_shard,
 };
 
 /// `config`, checked (the tests' settings are valid).
@@ -561,6 +561,94 @@ fn a_fork_pool_carries_games_from_one_call_to_the_next() {
     // Without the pool the same call cannot fork at all.
     let (_, alone) = play(&search, &selfplay, 4);
     assert_eq!(alone.games_forked, 0);
+}
+
+/// One call of continuous self-play: the games it reported, its counters, and the ids of the
+/// games it left in flight.
+type ContinuousCall = (Vec<GameRecord<Game>>, SelfPlayStats, Vec<u64>);
+
+/// Three calls of continuous self-play of `games` games each, with `games_in_flight` = `games`.
+fn continuous_calls(games: u64) -> (Vec<ContinuousCall>, u64) {
+    let search = small_search();
+    let selfplay = SelfPlayConfig { games_in_flight: games as u32, ..small_selfplay() };
+    let mut in_flight = InFlight::<Game>::default();
+    let mut forks = ForkPool::default();
+    let mut calls = Vec::new();
+    for _ in 0..3 {
+        let mut records = Vec::new();
+        let stats = play_games_continuing(
+            &mut in_flight,
+            &mut forks,
+            &checked(&search),
+            &checked(&selfplay),
+            games,
+            &mut UniformEvaluator,
+            |e| {
+                if let SelfPlayEvent::GameFinished(r, _) = e {
+                    records.push(r.clone());
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        calls.push((records, stats, in_flight.game_ids()));
+    }
+    (calls, in_flight.next_game_id())
+}
+
+/// Continuous self-play reports exactly the count asked for in each call, leaves every slot
+/// busy when a call ends, plays the carried games on without a gap in their samples, loses no
+/// game and reports none twice; the same calls give the same games; and its batches stay
+/// fuller than those of calls that wait for their last game.
+#[test]
+fn continuous_self_play_carries_unfinished_games_to_the_next_call() {
+    let (calls, next_id) = continuous_calls(6);
+    let opening = small_selfplay().opening_random_plies;
+    let mut reported = Vec::new();
+    for (i, (records, stats, carried)) in calls.iter().enumerate() {
+        assert_eq!(records.len(), 6, "call {i}");
+        assert_eq!(stats.games_finished, 6, "call {i}");
+        assert!(carried.len() >= 6, "call {i} left {} games: a slot went idle", carried.len());
+        for r in records {
+            let plies: Vec<u32> = r.samples.iter().map(|s| s.ply).collect();
+            let searched: Vec<u32> = (opening..r.moves.len() as u32).collect();
+            assert_eq!(
+                plies, searched,
+                "game {}: every ply after the opening recorded once",
+                r.game_id
+            );
+            reported.push(r.game_id);
+        }
+    }
+    // Games started in one call and finished in the next.
+    let first_call_ids: Vec<u64> = calls[0].2.clone();
+    let spanned = calls[1].0.iter().filter(|r| first_call_ids.contains(&r.game_id)).count();
+    assert!(spanned > 0, "no game of the first call's slots finished in the second");
+    // Every game started is reported once or still in flight.
+    let mut all = reported.clone();
+    all.extend(&calls[2].2);
+    all.sort_unstable();
+    assert_eq!(all, (0..next_id).collect::<Vec<u64>>());
+    // Deterministic: the same calls, the same games.
+    let (again, again_next) = continuous_calls(6);
+    assert_eq!(again_next, next_id);
+    for (a, b) in calls.iter().zip(&again) {
+        let moves = |c: &ContinuousCall| -> Vec<(u64, Vec<xiangqi::Move>)> {
+            c.0.iter().map(|r| (r.game_id, r.moves.clone())).collect()
+        };
+        assert_eq!(moves(a), moves(b));
+        assert_eq!(a.2, b.2);
+    }
+    // The point of it: a bounded call's batches thin out while its last games finish.
+    let (_, bounded) = play(&small_search(), &small_selfplay(), 6);
+    let mean = |s: &SelfPlayStats| s.evaluations as f64 / s.batches as f64;
+    let continuing = &calls[1].1;
+    assert!(
+        mean(continuing) > mean(&bounded),
+        "mean batch {:.2} continuing, {:.2} bounded",
+        mean(continuing),
+        mean(&bounded)
+    );
 }
 
 /// Every self-play sample records its search's policy surprise: with the uniform evaluator the

@@ -881,3 +881,77 @@ fn policy_surprise_weighting_draws_by_surprise_and_resumes() {
     }
     let _ = fs::remove_dir_all(&tmp);
 }
+
+/// The games of a shard by id: the plies of their samples, in order, and the game's length.
+fn games_of(path: &Path) -> BTreeMap<u64, (Vec<u16>, u16)> {
+    let shard = read_shard(path).unwrap();
+    let mut games: BTreeMap<u64, (Vec<u16>, u16)> = BTreeMap::new();
+    for i in 0..shard.len() {
+        let g = games.entry(shard.game_id[i]).or_insert((Vec::new(), shard.game_plies[i]));
+        g.0.push(shard.ply[i]);
+    }
+    games
+}
+
+/// `loop.continuous_selfplay`: every iteration's shard holds exactly its games, each whole
+/// (every ply after the opening, once) though some were begun by the previous iteration's
+/// net; no game is in two shards; a resume starts the next iteration's games afresh and goes
+/// on; the key is written only when set.
+#[test]
+fn continuous_self_play_carries_games_into_the_next_iteration_and_resumes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-continuous-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let continuous = || {
+        let mut c = tiny();
+        c.run.continuous_selfplay = true;
+        c
+    };
+    assert!(toml::to_string(&continuous()).unwrap().contains("continuous_selfplay = true"));
+    assert!(!toml::to_string(&tiny()).unwrap().contains("continuous_selfplay"));
+    let opening = tiny().selfplay.opening_random_plies as u16;
+    let whole = |path: &Path| {
+        let games = games_of(path);
+        assert_eq!(games.len(), 3, "{}: {games:?}", path.display());
+        for (id, (plies, length)) in &games {
+            let expected: Vec<u16> = (opening..*length).collect();
+            assert_eq!(plies, &expected, "{} game {id}", path.display());
+        }
+        games
+    };
+
+    let (a, b) = (RunPaths::under(&tmp.join("a")), RunPaths::under(&tmp.join("b")));
+    let mut straight = TrainingRun::create(continuous().check().unwrap(), a.clone()).unwrap();
+    straight.run(Some(4), &mut NoObserver).unwrap();
+    let shards = list_shards(&a.shards).unwrap();
+    assert_eq!(shards.len(), 4);
+    let mut seen = BTreeSet::new();
+    for path in &shards {
+        for id in whole(path).into_keys() {
+            assert!(seen.insert(id), "game {id} is in two shards");
+        }
+    }
+    // Four games start at once (games_in_flight 4) and the first iteration takes three: the
+    // fourth finishes in a later iteration.
+    let first: Vec<u64> = games_of(&shards[0]).into_keys().collect();
+    let carried: Vec<u64> = (0..4).filter(|id| !first.contains(id)).collect();
+    assert_eq!(carried.len(), 1, "{first:?}");
+    assert!(seen.contains(&carried[0]), "game {} was lost", carried[0]);
+
+    let mut begun = TrainingRun::create(continuous().check().unwrap(), b.clone()).unwrap();
+    begun.run(Some(2), &mut NoObserver).unwrap();
+    drop(begun);
+    let mut resumed = TrainingRun::resume(continuous().check().unwrap(), b.clone()).unwrap();
+    assert_eq!(resumed.run(Some(2), &mut NoObserver).unwrap(), StopReason::Iterations);
+    let shards_b = list_shards(&b.shards).unwrap();
+    assert_eq!(shards_b.len(), 4);
+    // The same games as the uninterrupted run up to the stop; afresh after it (numbered from
+    // 0 again, with the resumed iteration's seed), and carried on from there.
+    for i in 0..2 {
+        assert_eq!(games_of(&shards[i]), games_of(&shards_b[i]), "shard {i}");
+    }
+    let after: Vec<u64> = whole(&shards_b[2]).into_keys().collect();
+    assert!(after.iter().all(|&id| id < 4), "{after:?}");
+    whole(&shards_b[3]);
+    let _ = fs::remove_dir_all(&tmp);
+}

@@ -10,6 +10,17 @@ use super::*;
 pub struct LoopConfig {
     /// Self-play games per iteration.
     pub games_per_iteration: u64,
+    /// Continuous self-play (the trainer's own, without a store): the games still running when
+    /// an iteration's `games_per_iteration` games have finished go on in the next iteration,
+    /// played on by the next network, and every slot takes a new game as soon as its game
+    /// ends, so that the evaluation batches stay full to the end of each iteration (KataGo's
+    /// and Leela Chess Zero's self-play run across network updates the same way). A game's
+    /// samples may then come from two networks. The carried games live in memory only: a run
+    /// stopped and resumed starts the next iteration's games afresh (the resumed run is then not
+    /// the uninterrupted one, game for game). `false`: each iteration plays its games from start
+    /// to end with its own network (and the key is not written).
+    #[serde(skip_serializing_if = "is_false")]
+    pub continuous_selfplay: bool,
     /// Samples trained per sample generated (each iteration takes
     /// `round(new samples · train_ratio / batch_size)` optimizer steps, at least one).
     pub train_ratio: f64,
@@ -152,6 +163,7 @@ impl Default for LoopConfig {
     fn default() -> Self {
         LoopConfig {
             games_per_iteration: 64,
+            continuous_selfplay: false,
             train_ratio: 4.0,
             batch_size: 256,
             value_q_weight: 0.0,
@@ -192,6 +204,10 @@ impl Default for LoopConfig {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 /// The most games an iteration may play.

@@ -57,10 +57,11 @@ use xiangqi_search::arena::{
     GameSettings, LocalPlayer, MatchConfig, MatchStats, MoveLimit, Opening, run_match_batched,
 };
 use xiangqi_search::{
-    Algorithm, Checked, Encoding, GameEnv, GameKind, GameRecord, GameRules, RecordedValue,
-    ResignCalibration, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats, Shard,
-    UNKNOWN_MATERIAL, UniformEvaluator, Validate, game_rng, list_shards, play_games_forking,
-    read_shard, read_shard_from, write_shard, write_shard_to,
+    Algorithm, Checked, Encoding, GameEnv, GameKind, GameRecord, GameRules, InFlight,
+    RecordedValue, ResignCalibration, SearchConfig, SelfPlayConfig, SelfPlayEvent, SelfPlayStats,
+    Shard, UNKNOWN_MATERIAL, UniformEvaluator, Validate, game_rng, list_shards,
+    play_games_continuing, play_games_forking, read_shard, read_shard_from, write_shard,
+    write_shard_to,
 };
 use xiangqi_store::Store;
 
@@ -234,6 +235,9 @@ pub struct TrainingRun {
     /// Self-play's finished games that the next iteration's games fork from
     /// (`selfplay.fork_game_prob`); empty after a restart.
     fork_pools: xiangqi_search::ForkPools,
+    /// The games continuous self-play carries into the next iteration
+    /// (`loop.continuous_selfplay`); none after a restart.
+    in_flight: Option<play::Continuing>,
 }
 
 const COUNTER_ITERATION: &str = "iteration";
@@ -340,6 +344,7 @@ impl TrainingRun {
             pretrained: pretrain_set.as_ref().map(|set| set.record.clone()),
             pretrain_set,
             fork_pools: Default::default(),
+            in_flight: None,
         };
         run.pending_warnings.extend(pretrain_warnings);
         // `ckpt-000000` records the planned pretraining, so that a resume with another config
@@ -423,6 +428,7 @@ impl TrainingRun {
                         pretrained: manifest.pretrained.clone(),
                         pretrain_set: None,
                         fork_pools: Default::default(),
+                        in_flight: None,
                     };
                     run.restore_resign_calibration(&manifest.counters);
                     run.rebuild_window()?;

@@ -41,6 +41,14 @@ pub(super) struct PlayedGames {
     pub(super) pgn: Vec<u8>,
 }
 
+/// Continuous self-play's state between iterations (`loop.continuous_selfplay`): the seed of
+/// the games' generators, fixed from the first iteration this process played on, and the
+/// [`InFlight`] games of the run's game.
+pub(super) struct Continuing {
+    seed: u64,
+    games: Box<dyn std::any::Any + Send>,
+}
+
 impl TrainingRun {
     /// Plays the iteration's games with the current network and writes its shard; `None` if
     /// interrupted (the partial games are dropped).
@@ -65,7 +73,9 @@ impl TrainingRun {
 
     /// Plays the iteration's games with the current network (on `threads` threads, if given,
     /// else `selfplay.threads`); `None` if interrupted. Returns the shard, the report, the
-    /// games' resignation counts and the PGN of the first games.
+    /// games' resignation counts and the PGN of the first games. Without `threads` (the
+    /// trainer's own self-play) and with `loop.continuous_selfplay`, the games go on from the
+    /// last iteration's and leave theirs for the next.
     pub(super) fn play_iteration_games(
         &mut self,
         iteration: u64,
@@ -121,6 +131,19 @@ impl TrainingRun {
         let mut evaluator = NnEvaluator::new(net);
         let mut selfplay = self.config.selfplay().clone().into_inner();
         selfplay.seed = derive_seed(self.config.run().seed, 1, iteration);
+        let continuous = threads.is_none() && self.config.run().continuous_selfplay;
+        // Taken out for the call (and put back after it): an error or an interruption drops
+        // the carried games.
+        let mut carried = None;
+        if continuous {
+            let c = self.in_flight.take().filter(|c| c.games.is::<InFlight<G>>());
+            let c = c.unwrap_or_else(|| Continuing {
+                seed: selfplay.seed,
+                games: Box::new(InFlight::<G>::default()),
+            });
+            selfplay.seed = c.seed;
+            carried = Some(c);
+        }
         if let Some(t) = threads {
             selfplay.threads = t;
         }
@@ -139,37 +162,47 @@ impl TrainingRun {
         // The iteration's seed, threads and threshold are new values: checked as such.
         let selfplay = Checked::new(selfplay)?;
         let forks = self.fork_pools.of::<G>();
-        let result = play_games_forking::<G, _, _>(
-            0,
-            forks,
-            self.config.search(),
-            &selfplay,
-            self.config.run().games_per_iteration,
-            &mut evaluator,
-            |event| {
-                match event {
-                    SelfPlayEvent::GameFinished(record, stats) => {
-                        shard.push_game(record, generation);
-                        if tuning {
-                            calibration.add_game(record, threshold);
-                        }
-                        plies += record.moves.len() as u64;
-                        games += 1;
-                        if (games as usize) <= keep_pgn {
-                            write_game_pgn(&mut pgn, record, iteration)?;
-                        }
-                        observer.selfplay_progress(stats);
+        let in_flight = carried.as_mut().and_then(|c| c.games.downcast_mut::<InFlight<G>>());
+        let on_event = |event: SelfPlayEvent<'_, G>| {
+            match event {
+                SelfPlayEvent::GameFinished(record, stats) => {
+                    shard.push_game(record, generation);
+                    if tuning {
+                        calibration.add_game(record, threshold);
                     }
-                    SelfPlayEvent::Progress(stats) => observer.selfplay_progress(stats),
+                    plies += record.moves.len() as u64;
+                    games += 1;
+                    if (games as usize) <= keep_pgn {
+                        write_game_pgn(&mut pgn, record, iteration)?;
+                    }
+                    observer.selfplay_progress(stats);
                 }
-                if observer.should_stop() { Err("interrupted".into()) } else { Ok(()) }
-            },
-        );
+                SelfPlayEvent::Progress(stats) => observer.selfplay_progress(stats),
+            }
+            if observer.should_stop() { Err("interrupted".into()) } else { Ok(()) }
+        };
+        let count = self.config.run().games_per_iteration;
+        let search = self.config.search();
+        let result = match in_flight {
+            Some(in_flight) => play_games_continuing(
+                in_flight,
+                forks,
+                search,
+                &selfplay,
+                count,
+                &mut evaluator,
+                on_event,
+            ),
+            None => {
+                play_games_forking(0, forks, search, &selfplay, count, &mut evaluator, on_event)
+            }
+        };
         let stats = match result {
             Ok(stats) => stats,
             Err(_) if observer.should_stop() => return Ok(None),
             Err(e) => return Err(PipelineError::SelfPlay(e.to_string())),
         };
+        self.in_flight = carried;
         let report = SelfPlayReport {
             games,
             samples: shard.len(),
