@@ -90,3 +90,27 @@ fn bench_without_a_config_measures_the_built_in_main_job_net_from_any_directory(
     assert_eq!(fs::read_dir(&cwd).unwrap().count(), 0, "bench wrote into the working directory");
     let _ = fs::remove_dir_all(&cwd);
 }
+
+#[test]
+fn bench_measures_the_batches_asked_for_and_refuses_an_empty_one() {
+    let out = xqz()
+        .args(["bench", "--device", "cpu", "--seconds", "0.05", "--batches", "8,116", "--config"])
+        .arg(tiny())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    for batch in [8, 116] {
+        assert!(stdout.contains(&format!("inference  batch {batch:>5}:")), "{stdout}");
+    }
+    assert!(!stdout.contains("batch    64:"), "a batch not asked for:\n{stdout}");
+    for bad in ["0", "8,x", "70000"] {
+        let out = xqz()
+            .args(["bench", "--device", "cpu", "--seconds", "0.05", "--batches", bad])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--batches {bad}: {stderr}");
+        assert!(stderr.contains("--batches"), "--batches {bad}: {stderr}");
+    }
+}

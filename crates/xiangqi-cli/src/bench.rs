@@ -1,5 +1,5 @@
 //! `xqz bench`: the network's throughput on a device: inference positions per second at batch
-//! 64, 256 and 1024 (the folded net self-play evaluates with, planes in and logits out), and
+//! 64, 256 and 1024 or the batches `--batches` names (the folded net self-play evaluates with, planes in and logits out), and
 //! training samples per second at the config's batch size. On the CPU the inference lines are
 //! the CPU kernels self-play uses, with burn's operations on the same net beside them
 //! (`inference (burn)`) for comparison. The net has the shapes of the config's game
@@ -28,6 +28,14 @@ pub struct Args {
     /// Seconds spent on each measurement (after one warm-up call).
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// Inference batch sizes to measure, comma-separated (each 1 to 65,536).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values_t = [64u32, 256, 1024],
+        value_parser = clap::value_parser!(u32).range(1..=65_536)
+    )]
+    batches: Vec<u32>,
     /// Threads of the CPU backend (0 = all cores).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1024))]
     threads: u16,
@@ -115,7 +123,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let folded = InferenceNet::from_net(&net, &device).context("folding the network")?;
     let burn = folded.clone().with_path(InferencePath::Backend);
-    for batch in [64, 256, 1024] {
+    for &batch in &args.batches {
+        let batch = batch as usize;
         let planes = positions(batch);
         let mut out = Logits::empty(encoding.policy_size);
         let r = rate(args.seconds, batch, || {
