@@ -1,9 +1,9 @@
 //! `xqz bench`: the network's throughput on a device: inference positions per second at batch
-//! 64, 256 and 1024 or the batches `--batches` names (the folded net self-play evaluates with, planes in and logits out), and
-//! training samples per second at the config's batch size. On the CPU the inference lines are
-//! the CPU kernels self-play uses, with burn's operations on the same net beside them
-//! (`inference (burn)`) for comparison. The net has the shapes of the config's game
-//! (`selfplay.game`), its inputs that game's positions.
+//! 64, 256 and 1024 or the batches `--batches` names (the folded net self-play evaluates with,
+//! planes in and logits out), and training samples per second at the config's batch size. On
+//! the CPU the inference lines are the CPU kernels self-play uses, with burn's operations on the
+//! same net beside them (`inference (burn)`) for comparison. The net has the shapes of the
+//! config's game (`selfplay.game`), its inputs that game's positions.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
