@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_values_t = [64u32, 256, 1024],
+        default_value = "64,256,1024",
         value_parser = clap::value_parser!(u32).range(1..=65_536)
     )]
     batches: Vec<u32>,

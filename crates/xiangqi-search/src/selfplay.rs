@@ -734,6 +734,7 @@ where
         })
         .collect();
     // The carried games take the first slots, group by group.
+    let any_carried = !carried.is_empty();
     let mut carried = carried.into_iter();
     for g in &mut groups {
         for slot in &mut g.slots {
@@ -751,10 +752,18 @@ where
         start_games(g, &settings, games, &mut stats, forks);
     }
     let mut turn = 0;
+    // The carried games of the second group wait on leaves their last call gathered (and
+    // perhaps evaluated, unapplied): its new driver has no answers for them, and a round of
+    // tree work would gather more beside them, past `max_batch`. So the first round only
+    // evaluates the first group; the second group's leaves go into the next batch.
+    let mut first_group_alone = any_carried;
     while stats.games_finished < games {
         // Evaluate one group while the other (if there are two) works on its trees.
         let evaluated = match groups.as_mut_slice() {
             [a] => a.driver.evaluate(&a.slots, |_, r, out| evaluator.evaluate(r, out)),
+            [a, _] if std::mem::take(&mut first_group_alone) => {
+                a.driver.evaluate(&a.slots, |_, r, out| evaluator.evaluate(r, out))
+            }
             [a, b] => {
                 let (eval, work) = if turn == 0 { (a, b) } else { (b, a) };
                 evaluate_while_advancing(

@@ -651,6 +651,40 @@ fn continuous_self_play_carries_unfinished_games_to_the_next_call() {
     );
 }
 
+/// Continuous self-play keeps to `max_batch` across calls too: the second group's carried
+/// games wait on leaves gathered in the last call, and a new call must not gather a full batch
+/// beside them. Many short calls, far more games in flight than each reports, a small batch.
+#[test]
+fn continuous_self_play_keeps_to_max_batch_from_call_to_call() {
+    let search = small_search();
+    let selfplay = SelfPlayConfig { games_in_flight: 16, max_batch: 8, ..small_selfplay() };
+    let mut in_flight = InFlight::<Game>::default();
+    let mut forks = ForkPool::default();
+    let mut eval = ScriptedEvaluator::uniform();
+    let mut reported = 0;
+    for _ in 0..8 {
+        play_games_continuing(
+            &mut in_flight,
+            &mut forks,
+            &checked(&search),
+            &checked(&selfplay),
+            1,
+            &mut eval,
+            |e| {
+                if let SelfPlayEvent::GameFinished(..) = e {
+                    reported += 1;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    }
+    assert_eq!(reported, 8);
+    let sizes = &eval.log().batch_sizes;
+    let max = sizes.iter().copied().max().unwrap();
+    assert!(max <= 8, "a batch of {max} leaves, max_batch 8");
+}
+
 /// Every self-play sample records its search's policy surprise: with the uniform evaluator the
 /// prior over `n` legal moves is `1/n`, so the surprise is `Σ p ln(p n)` of the sample's
 /// target. The column survives a shard's round trip; a version 4 shard, which lacks it, reads as
