@@ -15,9 +15,9 @@ pub struct LoopConfig {
     /// played on by the next network, and every slot takes a new game as soon as its game
     /// ends, so that the evaluation batches stay full to the end of each iteration (KataGo's
     /// and Leela Chess Zero's self-play run across network updates the same way). A game's
-    /// samples may then come from several networks (two at most while
-    /// `selfplay.games_in_flight` ≤ `games_per_iteration`); its shard's `generation` is the
-    /// network that finished it. The carried games live in memory only: a run
+    /// samples may then come from several networks (mostly one or two; more for a game that
+    /// outlasts several iterations, likelier where `selfplay.games_in_flight` is well above
+    /// `games_per_iteration`); its shard's `generation` is the network that finished it. The carried games live in memory only: a run
     /// stopped and resumed starts the next iteration's games afresh (the resumed run is then not
     /// the uninterrupted one, game for game). `false`: each iteration plays its games from start
     /// to end with its own network (and the key is not written).
