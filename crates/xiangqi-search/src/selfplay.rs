@@ -657,7 +657,6 @@ impl<G: GameEnv> InFlight<G> {
 ///
 /// # Errors
 /// As [`play_games`]; after an error `in_flight` holds no games (those of the call are lost).
-#[allow(clippy::too_many_arguments)]
 pub fn play_games_continuing<G, E, F>(
     in_flight: &mut InFlight<G>,
     forks: &mut ForkPool<G>,
