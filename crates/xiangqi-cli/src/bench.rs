@@ -32,6 +32,7 @@ pub struct Args {
     #[arg(
         long,
         value_delimiter = ',',
+        allow_negative_numbers = true,
         default_value = "64,256,1024",
         value_parser = clap::value_parser!(u32).range(1..=65_536)
     )]
