@@ -589,8 +589,8 @@ mod tests {
             METRICS_HEADER.split(',').filter_map(|c| c.strip_prefix("end_")).collect();
         let names: Vec<&str> = OutcomeReason::ALL.iter().map(|r| r.name()).collect();
         assert_eq!(ends, names);
-        // 47 columns, and the three auxiliary heads' losses after them.
-        assert_eq!(METRICS_HEADER.split(',').count(), 50);
+        // 47 columns, and the four auxiliary heads' losses after them.
+        assert_eq!(METRICS_HEADER.split(',').count(), 51);
     }
 
     #[test]

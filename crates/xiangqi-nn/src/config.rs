@@ -92,6 +92,12 @@ pub struct NetConfig {
     /// `training.short_term_value_weight`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub short_term_value: bool,
+    /// Auxiliary head (KataGo's soft policy): a second policy, from the policy head's features
+    /// through a linear layer of its own (`policy_channels · 90 → POLICY_SIZE`), trained on
+    /// the policy target softened to `π^(1/4)` (renormalized), so that it must tell apart the
+    /// moves the search liked less. Trained with `training.soft_policy_weight`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub soft_policy: bool,
 }
 
 impl Default for NetConfig {
@@ -109,6 +115,7 @@ impl Default for NetConfig {
             opponent_policy: false,
             moves_left: false,
             short_term_value: false,
+            soft_policy: false,
         }
     }
 }
@@ -204,6 +211,7 @@ impl NetConfig {
             ("opponent_policy", self.opponent_policy, other.opponent_policy),
             ("moves_left", self.moves_left, other.moves_left),
             ("short_term_value", self.short_term_value, other.short_term_value),
+            ("soft_policy", self.soft_policy, other.soft_policy),
         ] {
             cmp(key, a.to_string(), b.to_string());
         }
@@ -211,9 +219,9 @@ impl NetConfig {
     }
 
     /// Whether the network has any auxiliary head (`opponent_policy`, `moves_left`,
-    /// `short_term_value`).
+    /// `short_term_value`, `soft_policy`).
     pub fn has_auxiliary_heads(&self) -> bool {
-        self.opponent_policy || self.moves_left || self.short_term_value
+        self.opponent_policy || self.moves_left || self.short_term_value || self.soft_policy
     }
 
     /// The network without its auxiliary heads: what plays, and what an export holds (the
@@ -223,6 +231,7 @@ impl NetConfig {
             opponent_policy: false,
             moves_left: false,
             short_term_value: false,
+            soft_policy: false,
             ..self.clone()
         }
     }
@@ -320,6 +329,10 @@ pub struct TrainConfig {
     /// Weight of the short-term value cross-entropy; used only by a network with
     /// `network.short_term_value`.
     pub short_term_value_weight: f64,
+    /// Weight of the soft-policy cross-entropy, a mean over the full searches as the policy
+    /// term's (KataGo weights it 8 times its policy term: the softened target, once learnt,
+    /// gives much smaller gradients); used only by a network with `network.soft_policy`.
+    pub soft_policy_weight: f64,
     /// Samples per forward/backward pass; 0 = the whole batch in one pass. With a micro-batch
     /// smaller than the batch, the micro-batches run in parallel on the rayon pool and their
     /// gradients are summed before the one optimizer step (the loss is the same), but batch
@@ -356,6 +369,7 @@ impl Default for TrainConfig {
             opponent_policy_weight: 0.15,
             moves_left_weight: 0.1,
             short_term_value_weight: 0.5,
+            soft_policy_weight: 8.0,
             micro_batch: 64,
         }
     }
@@ -394,6 +408,7 @@ impl TrainConfig {
             ("training.opponent_policy_weight", self.opponent_policy_weight),
             ("training.moves_left_weight", self.moves_left_weight),
             ("training.short_term_value_weight", self.short_term_value_weight),
+            ("training.soft_policy_weight", self.soft_policy_weight),
         ] {
             check(
                 non_negative(w) && w <= MAX_LOSS_WEIGHT,
@@ -548,9 +563,12 @@ mod tests {
     #[test]
     fn auxiliary_heads_are_off_by_default_and_absent_from_the_written_config() {
         let text = toml::to_string(&NetConfig::default()).unwrap();
-        for key in ["opponent_policy", "moves_left", "short_term_value"] {
+        for key in ["opponent_policy", "moves_left", "short_term_value", "soft_policy"] {
             assert!(!text.contains(key), "{text}");
         }
+        let net: NetConfig = toml::from_str("soft_policy = true").unwrap();
+        assert!(net.soft_policy && net.has_auxiliary_heads());
+        assert!(!net.without_auxiliary_heads().soft_policy);
         let net: NetConfig =
             toml::from_str("opponent_policy = true\nshort_term_value = true").unwrap();
         assert!(net.opponent_policy && net.short_term_value && !net.moves_left);
@@ -560,6 +578,7 @@ mod tests {
             ("moves_left_weight", TrainConfig { moves_left_weight: f64::NAN, ..d() }),
             ("short_term_value_weight", TrainConfig { short_term_value_weight: -1.0, ..d() }),
             ("moves_left_weight", TrainConfig { moves_left_weight: 1e30, ..d() }),
+            ("soft_policy_weight", TrainConfig { soft_policy_weight: -8.0, ..d() }),
             ("policy_weight", TrainConfig { policy_weight: 100.5, ..d() }),
             ("value_weight", TrainConfig { value_weight: f64::INFINITY, ..d() }),
         ] {

@@ -19,7 +19,8 @@
 //!
 //! ```text
 //!   policy features (after the policy head's conv, BN, ReLU)
-//!     └ opponent_policy: Linear → opponent reply logits [B, POLICY_SIZE]   (the opponent's frame)
+//!     ├ opponent_policy: Linear → opponent reply logits [B, POLICY_SIZE]   (the opponent's frame)
+//!     └ soft_policy:     Linear → soft policy logits [B, POLICY_SIZE]
 //!   value hidden layer (after value_fc1 and its ReLU)
 //!     ├ short_term_value: Linear → WDL logits [B, 3]
 //!     └ moves_left:       Linear → plies left / MOVES_LEFT_SCALE [B, 1]
@@ -222,6 +223,12 @@ pub struct AuxiliaryOutput {
     /// # Shapes
     /// `[B, POLICY_SIZE]`.
     pub opponent_policy: Option<Tensor<2>>,
+    /// Logits of the soft policy: the policy target softened to `π^(1/4)` (KataGo's soft
+    /// policy head), in the side to move's frame as the policy head's.
+    ///
+    /// # Shapes
+    /// `[B, POLICY_SIZE]`.
+    pub soft_policy: Option<Tensor<2>>,
     /// WDL logits of the short-term value, for the side to move.
     ///
     /// # Shapes
@@ -257,6 +264,8 @@ pub struct Net {
     pub short_term_fc: Option<Linear>,
     /// Moves-left head, `value_hidden → 1` (`network.moves_left`).
     pub moves_left_fc: Option<Linear>,
+    /// Soft-policy head, `policy_channels · 90 → POLICY_SIZE` (`network.soft_policy`).
+    pub soft_policy_fc: Option<Linear>,
     /// The configuration the network was built from.
     #[module(skip)]
     pub config: NetConfig,
@@ -362,6 +371,10 @@ impl Net {
             moves_left_fc: config
                 .moves_left
                 .then(|| LinearConfig::new(config.value_hidden, 1).init(device)),
+            soft_policy_fc: config.soft_policy.then(|| {
+                LinearConfig::new(config.policy_channels * PLANE_SIZE, encoding.policy_size)
+                    .init(device)
+            }),
             config: config.clone(),
             encoding,
         }
@@ -402,10 +415,16 @@ impl Net {
         reinit_conv(&mut net.value_conv.conv, rng, device);
         reinit_linear(&mut net.value_fc1, rng, device);
         reinit_linear(&mut net.value_fc2, rng, device);
-        // After the main heads, so that a net with auxiliary heads has the same main weights.
-        for l in [&mut net.opponent_policy_fc, &mut net.short_term_fc, &mut net.moves_left_fc]
-            .into_iter()
-            .flatten()
+        // After the main heads, so that a net with auxiliary heads has the same main weights
+        // (and the soft-policy head last, so that it leaves the other heads' as they were).
+        for l in [
+            &mut net.opponent_policy_fc,
+            &mut net.short_term_fc,
+            &mut net.moves_left_fc,
+            &mut net.soft_policy_fc,
+        ]
+        .into_iter()
+        .flatten()
         {
             reinit_linear(l, rng, device);
         }
@@ -424,6 +443,7 @@ impl Net {
         net.opponent_policy_fc = None;
         net.short_term_fc = None;
         net.moves_left_fc = None;
+        net.soft_policy_fc = None;
         net.config = self.config.without_auxiliary_heads();
         net
     }
@@ -477,10 +497,15 @@ impl Net {
         let v = relu(self.value_conv.forward(x));
         let v = v.reshape([b, self.config.value_channels * PLANE_SIZE]);
         let hidden = relu(self.value_fc1.forward(v));
-        let mut aux =
-            AuxiliaryOutput { opponent_policy: None, short_term_value: None, moves_left: None };
+        let mut aux = AuxiliaryOutput {
+            opponent_policy: None,
+            soft_policy: None,
+            short_term_value: None,
+            moves_left: None,
+        };
         if auxiliary {
             aux.opponent_policy = self.opponent_policy_fc.as_ref().map(|l| l.forward(p.clone()));
+            aux.soft_policy = self.soft_policy_fc.as_ref().map(|l| l.forward(p.clone()));
             aux.short_term_value = self.short_term_fc.as_ref().map(|l| l.forward(hidden.clone()));
             aux.moves_left = self.moves_left_fc.as_ref().map(|l| l.forward(hidden.clone()));
         }

@@ -6,6 +6,7 @@
 //! L = policy_weight · Σ_full CE(π_target, softmax_legal(policy logits)) / max(1, #full)
 //!   + value_weight  · Σ_all  w_i · CE(wdl_target, softmax(wdl logits)) / B
 //!   [+ opponent_policy_weight  · Σ_all o_i · CE(opponent π_target, softmax(opponent logits)) / B]
+//!   [+ soft_policy_weight      · Σ_full CE(soft(π_target), softmax_legal(soft logits)) / max(1, #full)]
 //!   [+ short_term_value_weight · Σ_all s_i · CE(short-term WDL target, softmax(its logits)) / B]
 //!   [+ moves_left_weight       · Σ_all m_i · Huber_δ(moves-left output − plies left / 100) / B]
 //! ```
@@ -13,7 +14,8 @@
 //! The bracketed terms are those of the auxiliary heads the network has
 //! ([`crate::model::AuxiliaryOutput`]); `o_i`, `s_i` and `m_i` are 1 for a sample that carries
 //! that target ([`AuxiliaryTargets`]) and 0 for one that does not. The opponent's softmax runs
-//! over every action (its legal moves are not known to the batch). Huber_δ is `d² / 2` for
+//! over every action (its legal moves are not known to the batch). `soft(π)` is KataGo's soft
+//! policy target, `π^(1/4)` renormalized ([`soft_policy_target`]). Huber_δ is `d² / 2` for
 //! `|d| ≤ δ` and `δ (|d| − δ / 2)` beyond, with δ = [`MOVES_LEFT_HUBER_DELTA`] (10 plies).
 //!
 //! where "full" are the samples whose search was a full one: under playout cap randomization
@@ -54,6 +56,32 @@ use crate::model::{Net, WDL};
 /// count linearly, so that the long games' large errors do not dominate.
 pub const MOVES_LEFT_HUBER_DELTA: f32 = 0.1;
 
+/// The power of KataGo's soft policy target, `π^(1/T)` with its temperature `T = 4`.
+pub const SOFT_POLICY_POWER: f32 = 0.25;
+
+/// KataGo's soft policy target of one or more policy rows of `width` actions each: every
+/// positive entry raised to [`SOFT_POLICY_POWER`], each row renormalized to sum 1. Zero entries
+/// (actions the target gives nothing) stay 0, and a row with no positive entry stays all 0
+/// (a sample without a policy target adds no loss). The moves the search liked less keep more
+/// of the mass: `[16/17, 1/17]` becomes `[2/3, 1/3]`.
+///
+/// # Panics
+/// If `policy.len()` is not a multiple of `width` (or `width` is 0).
+pub fn soft_policy_target(policy: &[f32], width: usize) -> Vec<f32> {
+    assert!(width > 0 && policy.len().is_multiple_of(width), "rows of {width} actions");
+    let mut out: Vec<f32> =
+        policy.iter().map(|&p| if p > 0.0 { p.powf(SOFT_POLICY_POWER) } else { 0.0 }).collect();
+    for row in out.chunks_exact_mut(width) {
+        let sum: f32 = row.iter().sum();
+        if sum > 0.0 && sum.is_finite() {
+            row.iter_mut().for_each(|x| *x /= sum);
+        } else {
+            row.fill(0.0);
+        }
+    }
+    out
+}
+
 /// What one training step reports.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct StepMetrics {
@@ -79,6 +107,9 @@ pub struct StepMetrics {
     /// Opponent-reply cross-entropy, mean over the samples with that target (0 without the
     /// head, or without such samples).
     pub opponent_policy_loss: f32,
+    /// Soft-policy cross-entropy, mean over the full-search samples (0 without the head, or
+    /// without full searches).
+    pub soft_policy_loss: f32,
     /// Short-term WDL cross-entropy, mean over the samples with that target (0 likewise).
     pub short_term_value_loss: f32,
     /// Moves-left Huber loss in the head's units, mean over the samples with that target (0
@@ -171,17 +202,19 @@ struct Part {
     opponent: Option<(Vec<f32>, Vec<f32>)>,
     short_term: Option<(Vec<f32>, Vec<f32>)>,
     moves_left: Option<(Vec<f32>, Vec<f32>)>,
+    /// The soft policy target (its weights are `full`).
+    soft_policy: Option<Vec<f32>>,
 }
 
 /// The factors of a pass's summed loss terms: policy, value, opponent reply, short-term value,
-/// moves left.
+/// moves left, soft policy.
 #[derive(Clone, Copy)]
-struct Scales([f64; 5]);
+struct Scales([f64; 6]);
 
 /// The loss sums a pass reports: policy CE, WDL CE, policy entropy, correct WDL predictions,
-/// opponent-reply CE, short-term WDL CE, moves-left Huber loss (the last three unweighted by
-/// the loss weights, 0 for a head the network lacks).
-type Sums = [Tensor<1>; 7];
+/// opponent-reply CE, short-term WDL CE, moves-left Huber loss, soft-policy CE (the last four
+/// unweighted by the loss weights, 0 for a head the network lacks).
+type Sums = [Tensor<1>; 8];
 
 /// Forward and backward of one (micro-)batch on `net`: the gradients of the part's share of the
 /// loss (each term's sum times its scale), and the part's [`Sums`] (on the plain device).
@@ -199,24 +232,27 @@ fn pass(net: &Net, part: Part, scales: Scales, dev: &Device) -> (GradientsParams
     let column = |v: Vec<f32>| Tensor::<2>::from_data(TensorData::new(v, [m, 1]), dev);
 
     let (out, aux) = net.forward_with_auxiliary(x);
-    let logits = match part.legal {
-        // Illegal actions get a logit far below any real one: a softmax weight of exactly 0,
-        // and so no gradient (0 · a finite log-probability in the cross-entropy).
-        Some(legal) => {
-            let legal = Tensor::<2>::from_data(TensorData::new(legal, [m, policy_size]), dev);
-            out.policy + legal.sub_scalar(1.0).mul_scalar(ILLEGAL_LOGIT_OFFSET)
-        }
-        None => out.policy,
+    // Illegal actions get a logit far below any real one: a softmax weight of exactly 0, and so
+    // no gradient (0 · a finite log-probability in the cross-entropy).
+    let illegal = part.legal.map(|legal| {
+        Tensor::<2>::from_data(TensorData::new(legal, [m, policy_size]), dev)
+            .sub_scalar(1.0)
+            .mul_scalar(ILLEGAL_LOGIT_OFFSET)
+    });
+    let masked = |logits: Tensor<2>| match &illegal {
+        Some(offset) => logits + offset.clone(),
+        None => logits,
     };
-    let log_policy = log_softmax(logits, 1);
+    let log_policy = log_softmax(masked(out.policy), 1);
     let log_wdl = log_softmax(out.wdl, 1);
-    let policy_ce = ((target_policy * log_policy.clone()).sum_dim(1) * mask).sum().neg();
+    let policy_ce = ((target_policy * log_policy.clone()).sum_dim(1) * mask.clone()).sum().neg();
     let value_ce = ((target_wdl.clone() * log_wdl.clone()).sum_dim(1) * value_weight).sum().neg();
-    let [policy_scale, value_scale, opponent_scale, short_scale, moves_scale] = scales.0;
+    let [policy_scale, value_scale, opponent_scale, short_scale, moves_scale, soft_scale] =
+        scales.0;
     let mut loss =
         policy_ce.clone().mul_scalar(policy_scale) + value_ce.clone().mul_scalar(value_scale);
     let inner = dev.clone().inner();
-    let mut aux_sums: [Tensor<1>; 3] = std::array::from_fn(|_| Tensor::<1>::zeros([1], &inner));
+    let mut aux_sums: [Tensor<1>; 4] = std::array::from_fn(|_| Tensor::<1>::zeros([1], &inner));
     if let (Some(logits), Some((target, weight))) = (aux.opponent_policy, part.opponent) {
         let target = Tensor::<2>::from_data(TensorData::new(target, [m, policy_size]), dev);
         let ce = ((target * log_softmax(logits, 1)).sum_dim(1) * column(weight)).sum().neg();
@@ -237,13 +273,21 @@ fn pass(net: &Net, part: Part, scales: Scales, dev: &Device) -> (GradientsParams
         loss = loss + huber.clone().mul_scalar(moves_scale);
         aux_sums[2] = huber.inner();
     }
+    if let (Some(logits), Some(target)) = (aux.soft_policy, part.soft_policy) {
+        // Over the legal moves and the full searches, as the policy term.
+        let target = Tensor::<2>::from_data(TensorData::new(target, [m, policy_size]), dev);
+        let log_soft = log_softmax(masked(logits), 1);
+        let ce = ((target * log_soft).sum_dim(1) * mask).sum().neg();
+        loss = loss + ce.clone().mul_scalar(soft_scale);
+        aux_sums[3] = ce.inner();
+    }
     let grads = GradientsParams::from_grads(loss.backward(), net);
 
     let log_policy = log_policy.inner();
     let entropy = (log_policy.clone().exp() * log_policy).sum().neg();
     let hits = log_wdl.inner().argmax(1).equal(target_wdl.inner().argmax(1)).float().sum();
-    let [opponent, short, moves] = aux_sums;
-    (grads, [policy_ce.inner(), value_ce.inner(), entropy, hits, opponent, short, moves])
+    let [opponent, short, moves, soft] = aux_sums;
+    (grads, [policy_ce.inner(), value_ce.inner(), entropy, hits, opponent, short, moves, soft])
 }
 
 /// Adds the gradients of `other` into `acc`.
@@ -525,6 +569,7 @@ impl Trainer {
             per_sample(c.opponent_policy_weight),
             per_sample(c.short_term_value_weight),
             per_sample(c.moves_left_weight),
+            c.soft_policy_weight / full_searches.max(1) as f64,
         ]);
         // Samples carrying each auxiliary target, for the reported means.
         let count = |w: &[f32]| w.iter().filter(|&&x| x > 0.0).count();
@@ -532,6 +577,7 @@ impl Trainer {
             count(&batch.opponent_weight),
             count(&batch.short_term_weight),
             count(&batch.moves_left_weight),
+            full_searches,
         ];
 
         let net = self.net.take().expect("the trainer always holds its network between steps");
@@ -551,13 +597,15 @@ impl Trainer {
             }
         };
         let (policy_loss, value_loss) = (r[0], r[1]);
-        let [opponent_policy_loss, short_term_value_loss, moves_left_loss] = [r[6], r[7], r[8]];
+        let [opponent_policy_loss, short_term_value_loss, moves_left_loss, soft_policy_loss] =
+            [r[6], r[7], r[8], r[9]];
         let aux_loss = |has: bool, w: f64, l: f32| if has { w * f64::from(l) } else { 0.0 };
         let loss = (c.policy_weight * f64::from(policy_loss)
             + c.value_weight * f64::from(value_loss)
             + aux_loss(heads.opponent, c.opponent_policy_weight, opponent_policy_loss)
             + aux_loss(heads.short_term, c.short_term_value_weight, short_term_value_loss)
-            + aux_loss(heads.moves_left, c.moves_left_weight, moves_left_loss))
+            + aux_loss(heads.moves_left, c.moves_left_weight, moves_left_loss)
+            + aux_loss(heads.soft, c.soft_policy_weight, soft_policy_loss))
             as f32;
         let grad_norm = r[2].sqrt();
         for (what, value) in [("the loss", loss), ("the gradient norm", grad_norm)] {
@@ -584,6 +632,7 @@ impl Trainer {
             policy_entropy: r[4],
             value_accuracy: r[5],
             opponent_policy_loss,
+            soft_policy_loss,
             short_term_value_loss,
             moves_left_loss,
             learning_rate,
@@ -646,6 +695,7 @@ struct Heads {
     opponent: bool,
     short_term: bool,
     moves_left: bool,
+    soft: bool,
 }
 
 impl Heads {
@@ -654,6 +704,7 @@ impl Heads {
             opponent: net.opponent_policy_fc.is_some(),
             short_term: net.short_term_fc.is_some(),
             moves_left: net.moves_left_fc.is_some(),
+            soft: net.soft_policy_fc.is_some(),
         }
     }
 }
@@ -688,6 +739,10 @@ impl Inputs {
             moves_left: heads
                 .moves_left
                 .then(|| (rows(&batch.moves_left, 1), rows(&batch.moves_left_weight, 1))),
+            // From the policy target as augmented (the power commutes with the mirror).
+            soft_policy: heads
+                .soft
+                .then(|| soft_policy_target(&rows(&self.policy, policy_size), policy_size)),
         }
     }
 }
@@ -752,17 +807,27 @@ fn micro_batch_passes(
 /// What a step reports, as one tensor read back in one transfer: the policy and value losses
 /// (means over the full searches and over the batch), the squared gradient and weight norms,
 /// the mean policy entropy, the value accuracy, and the auxiliary losses (means over the
-/// samples carrying each target, `aux_counts`). Computed before the optimizer step.
+/// samples carrying each target, `aux_counts`: the opponent reply, short-term value, moves
+/// left, and the soft policy's full searches). Computed before the optimizer step.
 fn step_report(
     net: &Net,
     grads: &GradientsParams,
     sums: Sums,
     n: usize,
     full_searches: usize,
-    aux_counts: [usize; 3],
+    aux_counts: [usize; 4],
     inner: &Device,
 ) -> Tensor<1> {
-    let [policy_sum, value_sum, entropy_sum, hits_sum, opponent_sum, short_sum, moves_sum] = sums;
+    let [
+        policy_sum,
+        value_sum,
+        entropy_sum,
+        hits_sum,
+        opponent_sum,
+        short_sum,
+        moves_sum,
+        soft_sum,
+    ] = sums;
     let mut grad_squares = GradSquares { grads, sums: Vec::new() };
     net.visit(&mut grad_squares);
     let mut weight_squares = WeightSquares(Vec::new());
@@ -781,6 +846,7 @@ fn step_report(
             opponent_sum.div_scalar(per(aux_counts[0])),
             short_sum.div_scalar(per(aux_counts[1])),
             moves_sum.div_scalar(per(aux_counts[2])),
+            soft_sum.div_scalar(per(aux_counts[3])),
         ],
         0,
     )

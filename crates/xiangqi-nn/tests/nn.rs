@@ -877,6 +877,7 @@ fn aux_config() -> NetConfig {
         opponent_policy: true,
         moves_left: true,
         short_term_value: true,
+        soft_policy: true,
         ..NetConfig::tiny()
     }
 }
@@ -884,7 +885,8 @@ fn aux_config() -> NetConfig {
 /// The short-term WDL targets of [`aux_batch`], by sample parity.
 const SHORT_TERM: [[f32; 3]; 2] = [[0.6, 0.3, 0.1], [0.1, 0.2, 0.7]];
 
-/// A batch of `n` full-search samples from random positions with auxiliary targets: an
+/// A batch of `n` full-search samples from random positions with auxiliary targets: a policy
+/// of 16/21, 4/21 and 1/21 on three legal moves (whose soft target is 2 : √2 : 1), an
 /// opponent reply on two actions (not on every fourth sample), a short-term WDL (not on every
 /// fifth) and `10 + 17 i` plies left (not on every third).
 fn aux_batch(n: usize, seed: u64) -> TrainBatch {
@@ -892,11 +894,17 @@ fn aux_batch(n: usize, seed: u64) -> TrainBatch {
     for (i, game) in games(n, seed).iter().enumerate() {
         let turn = game.position().turn();
         let moves = game.legal_moves();
+        assert!(moves.len() >= 3, "a fixture position with fewer than three moves");
         let policy: Vec<(u16, f32)> = moves
             .iter()
             .enumerate()
             .map(|(k, &m)| {
-                let p = if k == i % moves.len() { 1.0 } else { 0.0 };
+                let p = match (k + moves.len() - i % moves.len()) % moves.len() {
+                    0 => 16.0 / 21.0,
+                    1 => 4.0 / 21.0,
+                    2 => 1.0 / 21.0,
+                    _ => 0.0,
+                };
                 (env::move_to_index(m, turn).unwrap() as u16, p)
             })
             .collect();
@@ -935,8 +943,12 @@ fn the_auxiliary_losses_are_the_documented_terms() {
     );
     let (_, aux) = trainer.net().forward_with_auxiliary(x);
     let host = |t: Option<Tensor<2>>| t.unwrap().try_into_vec_as::<f32>().unwrap();
-    let (opponent, short, moves) =
-        (host(aux.opponent_policy), host(aux.short_term_value), host(aux.moves_left));
+    let (opponent, short, moves, soft) = (
+        host(aux.opponent_policy),
+        host(aux.short_term_value),
+        host(aux.moves_left),
+        host(aux.soft_policy),
+    );
 
     let mean = |terms: Vec<f32>| terms.iter().sum::<f32>() / terms.len() as f32;
     let (targets, weights) = b.opponent_policy();
@@ -969,6 +981,39 @@ fn the_auxiliary_losses_are_the_documented_terms() {
             })
             .collect(),
     );
+    // The soft policy: the target's three moves at 2 : √2 : 1 (16/21, 4/21, 1/21 to the power
+    // 1/4), over the legal moves, every sample a full search.
+    let (policy, legal) = (b.policy(), b.legal());
+    let soft_ce = mean(
+        (0..n)
+            .map(|i| {
+                let row = i * POLICY_SIZE..(i + 1) * POLICY_SIZE;
+                let masked: Vec<f32> = soft[row.clone()]
+                    .iter()
+                    .zip(&legal[row.clone()])
+                    .map(|(&x, &l)| if l > 0.0 { x } else { -1e30 })
+                    .collect();
+                let lp = log_softmax(&masked);
+                let sum = 2.0 + 2f32.sqrt() + 1.0;
+                policy[row]
+                    .iter()
+                    .zip(&lp)
+                    .filter(|(p, _)| **p > 0.0)
+                    .map(|(&p, l)| {
+                        let t = if p > 0.5 {
+                            2.0
+                        } else if p > 0.1 {
+                            2f32.sqrt()
+                        } else {
+                            1.0
+                        };
+                        -t / sum * l
+                    })
+                    .sum::<f32>()
+            })
+            .collect(),
+    );
+    assert_eq!(policy.iter().filter(|&&p| p > 0.0).count(), 3 * n);
     // Weights as recorded: rows of samples without a reply are zero.
     assert_eq!(weights.iter().filter(|&&w| w > 0.0).count(), 9);
     assert!(targets[3 * POLICY_SIZE..4 * POLICY_SIZE].iter().all(|&t| t == 0.0));
@@ -982,20 +1027,22 @@ fn the_auxiliary_losses_are_the_documented_terms() {
     );
     assert!(near(m.short_term_value_loss, short_ce), "{} vs {short_ce}", m.short_term_value_loss);
     assert!(near(m.moves_left_loss, huber), "{} vs {huber}", m.moves_left_loss);
+    assert!(near(m.soft_policy_loss, soft_ce), "{} vs {soft_ce}", m.soft_policy_loss);
     // The reported total is every term with its default weight.
     let total = m.policy_loss
         + m.value_loss
         + 0.15 * m.opponent_policy_loss
         + 0.5 * m.short_term_value_loss
-        + 0.1 * m.moves_left_loss;
+        + 0.1 * m.moves_left_loss
+        + 8.0 * m.soft_policy_loss;
     assert!(near(m.loss, total), "{} vs {total}", m.loss);
     // A net without the heads reports none.
     let mut plain =
         Trainer::new::<xiangqi::Game>(&NetConfig::tiny(), &config, &cpu_device(), 5).unwrap();
     let m = plain.step(&b).unwrap();
     assert_eq!(
-        (m.opponent_policy_loss, m.short_term_value_loss, m.moves_left_loss),
-        (0.0, 0.0, 0.0)
+        (m.opponent_policy_loss, m.short_term_value_loss, m.moves_left_loss, m.soft_policy_loss),
+        (0.0, 0.0, 0.0, 0.0)
     );
 }
 
@@ -1027,6 +1074,30 @@ fn the_auxiliary_heads_learn_their_targets() {
         "{first:?}\n{last:?} (floor {floor})"
     );
     assert!(last.moves_left_loss < first.moves_left_loss / 2.0, "{first:?}\n{last:?}");
+    // The soft target's entropy (2 : √2 : 1) is its cross-entropy's floor.
+    let sum = 2.0 + 2f32.sqrt() + 1.0;
+    let floor = -[2.0, 2f32.sqrt(), 1.0].iter().map(|t| t / sum * (t / sum).ln()).sum::<f32>();
+    assert!(
+        last.soft_policy_loss - floor < (first.soft_policy_loss - floor) / 3.0,
+        "{first:?}\n{last:?} (floor {floor})"
+    );
+}
+
+#[test]
+fn the_soft_policy_target_is_the_policy_to_the_power_of_a_quarter() {
+    use xiangqi_nn::train::soft_policy_target;
+    // Two rows of three actions: 16/17 and 1/17 become 2/3 and 1/3 (16^¼ = 2); 81/97, 16/97
+    // (and 0) become 3/5, 2/5 (and 0); a row without a target stays empty.
+    let soft =
+        soft_policy_target(&[16.0 / 17.0, 0.0, 1.0 / 17.0, 81.0 / 97.0, 16.0 / 97.0, 0.0], 3);
+    let expected = [2.0 / 3.0, 0.0, 1.0 / 3.0, 0.6, 0.4, 0.0];
+    for (a, b) in soft.iter().zip(&expected) {
+        assert!((a - b).abs() < 1e-6, "{soft:?}");
+    }
+    assert_eq!(soft_policy_target(&[0.0; 4], 2), vec![0.0; 4]);
+    // An unnormalized row (a sparse target whose rest was cut) is normalized all the same.
+    let soft = soft_policy_target(&[0.5, 0.5 / 16.0], 2);
+    assert!((soft[0] - 2.0 / 3.0).abs() < 1e-6 && (soft[1] - 1.0 / 3.0).abs() < 1e-6);
 }
 
 #[test]
@@ -1042,6 +1113,7 @@ fn auxiliary_heads_leave_the_playing_net_and_its_export_as_without_them() {
     // The same seed draws the same tower and main heads; the extra heads do not touch them.
     assert_eq!(outputs(&with), outputs(&without));
     assert!(with.moves_left_fc.is_some() && with.opponent_policy_fc.is_some());
+    assert!(with.soft_policy_fc.is_some());
 
     // A trained net with the heads round-trips its checkpoint, heads included, and exports as
     // the net that plays: no auxiliary head, the same outputs.
@@ -1064,6 +1136,7 @@ fn auxiliary_heads_leave_the_playing_net_and_its_export_as_without_them() {
     let (exported, exported_manifest) = checkpoint::load_net(&out, None, &cpu_device()).unwrap();
     assert_eq!(exported_manifest.network, NetConfig::tiny());
     assert!(exported.opponent_policy_fc.is_none() && exported.short_term_fc.is_none());
+    assert!(exported.soft_policy_fc.is_none());
     assert_eq!(outputs(&exported), outputs(&net));
     fs::remove_dir_all(&dir).unwrap();
 }

@@ -679,6 +679,7 @@ fn a_net_with_auxiliary_heads_trains_them_and_resumes() {
         c.network.opponent_policy = true;
         c.network.moves_left = true;
         c.network.short_term_value = true;
+        c.network.soft_policy = true;
         c.run.short_term_plies = 3.0;
         c
     };
@@ -692,6 +693,8 @@ fn a_net_with_auxiliary_heads_trains_them_and_resumes() {
         // follows half the plies): both terms are taught at every step.
         assert!(m.opponent_policy_loss > 0.0 && m.short_term_value_loss > 0.0, "{m:?}");
         assert!(m.moves_left_loss.is_finite() && m.moves_left_loss >= 0.0, "{m:?}");
+        // The soft policy is taught where the policy is: on the full searches.
+        assert_eq!(m.soft_policy_loss > 0.0, m.full_searches > 0, "{m:?}");
     }
     drop(run);
     let mut resumed = TrainingRun::resume(with().check().unwrap(), paths.clone()).unwrap();
@@ -699,6 +702,7 @@ fn a_net_with_auxiliary_heads_trains_them_and_resumes() {
     assert_eq!(resumed.iteration(), 2);
     let manifest = checkpoint::read_manifest(&paths.checkpoints.join("ckpt-000002"), None).unwrap();
     assert!(manifest.network.opponent_policy && manifest.network.short_term_value);
+    assert!(manifest.network.soft_policy);
     // Resuming with the heads switched off is a different network, refused by name.
     let mut without = with();
     without.network.moves_left = false;

@@ -52,7 +52,7 @@ end_perpetual_chase,end_repetition,end_no_capture_limit,end_move_limit,end_insuf
 end_resignation,end_length_cap,resign_threshold,heldout_samples,heldout_policy_loss,\
 heldout_value_loss,heldout_result_loss,heldout_material_loss,store_shards,store_workers,store_mb,\
 stale_shards,bad_shards,data_age_mean,data_age_max,ingest_s,waiting_shards,opponent_policy_loss,\
-short_term_value_loss,moves_left_loss";
+short_term_value_loss,moves_left_loss,soft_policy_loss";
 
 pub(super) const ARENA_HEADER: &str =
     "iteration,elapsed_s,opponent,games,wins,draws,losses,score,elo,elo_low,elo_high";
@@ -375,6 +375,7 @@ impl Observer for CliObserver {
             ("loss/opponent_policy", m.opponent_policy_loss),
             ("loss/short_term_value", m.short_term_value_loss),
             ("loss/moves_left", m.moves_left_loss),
+            ("loss/soft_policy", m.soft_policy_loss),
         ] {
             if x > 0.0 {
                 self.scalar(tag, f64::from(x), s);
@@ -609,7 +610,9 @@ fn metrics_row(r: &IterationReport, rates: &IterationRates) -> String {
         None => row.push_str(",,,,,,,,,"),
     }
     // The auxiliary heads' losses: empty for a network without the head.
-    for x in [m.opponent_policy_loss, m.short_term_value_loss, m.moves_left_loss] {
+    for x in
+        [m.opponent_policy_loss, m.short_term_value_loss, m.moves_left_loss, m.soft_policy_loss]
+    {
         row.push(',');
         if x > 0.0 {
             row.push_str(&format!("{x:.5}"));

@@ -822,6 +822,7 @@ fn accumulate(sum: &mut StepMetrics, m: &StepMetrics) {
     sum.policy_entropy += m.policy_entropy;
     sum.value_accuracy += m.value_accuracy;
     sum.opponent_policy_loss += m.opponent_policy_loss;
+    sum.soft_policy_loss += m.soft_policy_loss;
     sum.short_term_value_loss += m.short_term_value_loss;
     sum.moves_left_loss += m.moves_left_loss;
     sum.learning_rate = m.learning_rate;
@@ -844,6 +845,7 @@ fn mean(sum: &StepMetrics, n: u64) -> StepMetrics {
         policy_entropy: sum.policy_entropy / k,
         value_accuracy: sum.value_accuracy / k,
         opponent_policy_loss: sum.opponent_policy_loss / k,
+        soft_policy_loss: sum.soft_policy_loss / k,
         short_term_value_loss: sum.short_term_value_loss / k,
         moves_left_loss: sum.moves_left_loss / k,
         learning_rate: sum.learning_rate,
