@@ -609,7 +609,8 @@ fn metrics_row(r: &IterationReport, rates: &IterationRates) -> String {
         )),
         None => row.push_str(",,,,,,,,,"),
     }
-    // The auxiliary heads' losses: empty for a network without the head.
+    // The auxiliary heads' losses: empty where the loss is 0, for a network without the head
+    // or an iteration with no sample for it (no full search, for the soft policy).
     for x in
         [m.opponent_policy_loss, m.short_term_value_loss, m.moves_left_loss, m.soft_policy_loss]
     {
