@@ -8,9 +8,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
 use xiangqi::RuleSet;
 use xiangqi_search::arena::MoveLimit;
-use xiangqi_search::tactics::{TacticKind, generate};
+use xiangqi_search::tactics::{TacticKind, generate_with_progress};
 
 use crate::arena::{PlayerSpec, parse_player};
 
@@ -104,10 +105,27 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         )),
         None => None,
     };
-    let set = generate(args.count as usize, args.seed, args.rules, MAX_GAMES);
+    // Progress on standard error (drawn only on a terminal): at the largest counts, finding the
+    // positions takes minutes of random games before the player answers the first.
+    let wanted = 3 * args.count;
+    let bar = ProgressBar::new(wanted);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .context("progress bar template")?
+            .progress_chars("=> "),
+    );
+    bar.set_message("positions found");
+    let set =
+        generate_with_progress(args.count as usize, args.seed, args.rules, MAX_GAMES, |_, n| {
+            bar.set_position(n as u64)
+        });
+    bar.set_position(0);
+    bar.set_length(set.len() as u64);
+    bar.set_message("positions answered");
     // Per kind: positions, solved, expected solved by a random mover.
     let mut tally = [(0u64, 0u64, 0.0f64); 3];
     for (i, t) in set.iter().enumerate() {
+        bar.set_position(i as u64);
         player.new_game(i as u64).with_context(|| format!("{}: new game", player.name()))?;
         // A player that gives no legal move (an engine that crashes, hangs past its limit or
         // answers an illegal move) stops the check: a broken player is not a weak one.
@@ -151,6 +169,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             .context("cannot write --out")?;
         }
     }
+    bar.finish_and_clear();
     outln!("player: {}", player.name());
     outln!(
         "{:<18} {:>9} {:>7} {:>8} {:>17} {:>8}",

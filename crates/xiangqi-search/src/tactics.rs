@@ -164,10 +164,23 @@ pub fn classify(game: &Game) -> Option<Tactic> {
 /// Up to `per_kind` test positions of each kind, from random games seeded by `seed` (at most
 /// `max_games` games are played looking for them). Deterministic for a seed.
 pub fn generate(per_kind: usize, seed: u64, rules: RuleSet, max_games: u64) -> Vec<Tactic> {
+    generate_with_progress(per_kind, seed, rules, max_games, |_, _| {})
+}
+
+/// [`generate`], calling `progress(games_played, positions_found)` after each random game (for
+/// a progress display; the set does not depend on it).
+pub fn generate_with_progress(
+    per_kind: usize,
+    seed: u64,
+    rules: RuleSet,
+    max_games: u64,
+    mut progress: impl FnMut(u64, usize),
+) -> Vec<Tactic> {
     let mut found: Vec<Tactic> = Vec::new();
-    let count = |found: &[Tactic], kind| found.iter().filter(|t| t.kind == kind).count();
+    // Positions found of each kind, in the order of `TacticKind::ALL`.
+    let mut counts = [0usize; 3];
     for game_no in 0..max_games {
-        if TacticKind::ALL.iter().all(|&k| count(&found, k) >= per_kind) {
+        if counts.iter().all(|&c| c >= per_kind) {
             break;
         }
         let mut rng = game_rng(seed, game_no);
@@ -183,8 +196,9 @@ pub fn generate(per_kind: usize, seed: u64, rules: RuleSet, max_games: u64) -> V
             if ply >= 12 && ply % 3 == 0 {
                 if let Some(t) = classify(&game) {
                     let k = TacticKind::ALL.iter().position(|&x| x == t.kind).unwrap_or(0);
-                    if !taken[k] && count(&found, t.kind) < per_kind {
+                    if !taken[k] && counts[k] < per_kind {
                         taken[k] = true;
+                        counts[k] += 1;
                         found.push(t);
                     }
                 }
@@ -193,6 +207,7 @@ pub fn generate(per_kind: usize, seed: u64, rules: RuleSet, max_games: u64) -> V
             let m = moves[rng.random_range(0..moves.len())];
             game.play_unchecked(m);
         }
+        progress(game_no + 1, found.len());
     }
     found.sort_by_key(|t| t.kind);
     found
@@ -271,5 +286,27 @@ mod tests {
         let again = generate(6, 5, RuleSet::Asian, 3000);
         let keys = |s: &[Tactic]| s.iter().map(|t| t.game.position().key()).collect::<Vec<_>>();
         assert_eq!(keys(&set), keys(&again));
+    }
+
+    #[test]
+    fn progress_reports_every_game_and_the_final_count() {
+        let mut calls = Vec::new();
+        let set = generate_with_progress(4, 5, RuleSet::Asian, 3000, |g, n| calls.push((g, n)));
+        // One call per game played, numbered from 1, with a count that never falls and ends at
+        // the set's size.
+        assert!(!calls.is_empty());
+        for (i, &(g, _)) in calls.iter().enumerate() {
+            assert_eq!(g, i as u64 + 1);
+        }
+        assert!(calls.windows(2).all(|w| w[0].1 <= w[1].1));
+        assert_eq!(calls.last().unwrap().1, set.len());
+        // Four of each kind, and the search stopped once it had them.
+        for kind in TacticKind::ALL {
+            assert_eq!(set.iter().filter(|t| t.kind == kind).count(), 4, "{kind}");
+        }
+        assert!(calls.len() < 3000);
+        let plain = generate(4, 5, RuleSet::Asian, 3000);
+        let keys = |s: &[Tactic]| s.iter().map(|t| t.game.position().key()).collect::<Vec<_>>();
+        assert_eq!(keys(&set), keys(&plain));
     }
 }
