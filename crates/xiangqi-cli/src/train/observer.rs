@@ -323,7 +323,9 @@ impl CliObserver {
         if let Some(rate) = rates.false_resign {
             self.scalar("selfplay/false_resign_rate", rate, it);
         }
-        self.scalar("train/samples_per_sec", r.train_samples_per_sec, it);
+        if r.steps > 0 {
+            self.scalar("train/samples_per_sec", r.train_samples_per_sec, it);
+        }
         self.scalar("replay/window_samples", r.window_samples as f64, it);
         self.scalar("replay/total_samples", r.total_samples as f64, it);
         if let Some(g) = &r.ingest {
@@ -547,8 +549,14 @@ fn metrics_row(r: &IterationReport, rates: &IterationRates) -> String {
         if rates.played { format!("{x:.digits$}") } else { String::new() }
     };
     let m = &r.mean;
+    // The training columns stay empty in an iteration that took no optimizer step (the window
+    // still filling, or a stop during self-play): there is no loss to report, and a 0 would
+    // read as a perfect one.
+    let trained = |x: f64, digits: usize| {
+        if r.steps > 0 { format!("{x:.digits$}") } else { String::new() }
+    };
     let mut row = format!(
-        "{},{:.1},{},{},{},{},{},{},{},{},{},{:.1},{:.5},{:.5},{:.5},{:.6},{:.4},{:.4},{:.6},{:.4},{},{}",
+        "{},{:.1},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.iteration,
         r.elapsed.as_secs_f64(),
         r.total_samples,
@@ -560,15 +568,15 @@ fn metrics_row(r: &IterationReport, rates: &IterationRates) -> String {
         known(rates.sims_per_s, 1),
         known(rates.evals_per_s, 1),
         known(st.batch_fill(), 4),
-        r.train_samples_per_sec,
-        m.loss,
-        m.policy_loss,
-        m.value_loss,
-        m.weight_decay_loss,
-        m.policy_entropy,
-        m.value_accuracy,
-        m.learning_rate,
-        m.grad_norm,
+        trained(r.train_samples_per_sec, 1),
+        trained(f64::from(m.loss), 5),
+        trained(f64::from(m.policy_loss), 5),
+        trained(f64::from(m.value_loss), 5),
+        trained(f64::from(m.weight_decay_loss), 6),
+        trained(f64::from(m.policy_entropy), 4),
+        trained(f64::from(m.value_accuracy), 4),
+        trained(m.learning_rate, 6),
+        trained(f64::from(m.grad_norm), 4),
         r.window_samples,
         rates.false_resign.map_or(String::new(), |x| format!("{x:.4}")),
     );
@@ -647,13 +655,17 @@ fn iteration_line(r: &IterationReport, rates: &IterationRates) -> String {
         }
     };
     let m = &r.mean;
+    let training = if r.steps > 0 {
+        format!(
+            "{} steps, loss {:.3} (policy {:.3}, value {:.3})",
+            r.steps, m.loss, m.policy_loss, m.value_loss
+        )
+    } else {
+        "no training step".to_string()
+    };
     format!(
-        "iteration {}: {games}, {} steps, loss {:.3} (policy {:.3}, value {:.3}), window {} samples, {:.1} min",
+        "iteration {}: {games}, {training}, window {} samples, {:.1} min",
         r.iteration,
-        r.steps,
-        m.loss,
-        m.policy_loss,
-        m.value_loss,
         r.window_samples,
         r.elapsed.as_secs_f64() / 60.0,
     )
@@ -682,5 +694,62 @@ mod tests {
         assert!(fresh.run_elapsed() < 1.0, "{}", fresh.run_elapsed());
         drop(fresh);
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// An iteration without an optimizer step leaves every training column empty (a loss of 0
+    /// would plot as a perfect net), and one with steps fills them; both rows keep the header's
+    /// column count.
+    #[test]
+    fn an_iteration_without_steps_has_empty_training_cells() {
+        let header: Vec<&str> = METRICS_HEADER.split(',').collect();
+        let col = |name: &str| header.iter().position(|&h| h == name).unwrap();
+        let training = [
+            "train_samples_per_s",
+            "loss",
+            "policy_loss",
+            "value_loss",
+            "weight_decay_loss",
+            "policy_entropy",
+            "value_accuracy",
+            "learning_rate",
+            "grad_norm",
+        ];
+        let mean = StepMetrics {
+            loss: 2.5,
+            policy_loss: 2.0,
+            value_loss: 0.5,
+            weight_decay_loss: 0.001,
+            policy_entropy: 3.0,
+            value_accuracy: 0.5,
+            learning_rate: 0.002,
+            grad_norm: 1.25,
+            ..StepMetrics::default()
+        };
+        let report = |steps: u64| IterationReport {
+            iteration: 3,
+            steps,
+            mean: if steps > 0 { mean } else { StepMetrics::default() },
+            train_samples_per_sec: if steps > 0 { 2500.0 } else { 0.0 },
+            window_samples: 1200,
+            ..IterationReport::default()
+        };
+        let idle = report(0);
+        let row = metrics_row(&idle, &IterationRates::of(&idle));
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells.len(), header.len(), "{row}");
+        for name in training {
+            assert_eq!(cells[col(name)], "", "{name} in {row}");
+        }
+        assert_eq!(cells[col("window_samples")], "1200");
+        assert!(iteration_line(&idle, &IterationRates::of(&idle)).contains("no training step"));
+
+        let busy = report(40);
+        let row = metrics_row(&busy, &IterationRates::of(&busy));
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells.len(), header.len(), "{row}");
+        assert_eq!(cells[col("loss")].parse::<f64>().unwrap(), 2.5);
+        assert_eq!(cells[col("grad_norm")].parse::<f64>().unwrap(), 1.25);
+        assert_eq!(cells[col("train_samples_per_s")].parse::<f64>().unwrap(), 2500.0);
+        assert!(iteration_line(&busy, &IterationRates::of(&busy)).contains("40 steps, loss 2.500"));
     }
 }
