@@ -142,6 +142,46 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_previous_one() {
     let _ = fs::remove_dir_all(&tmp);
 }
 
+/// A resume whose smaller window leaves shards beyond `max_shards_on_disk` says so before the
+/// next iteration prunes them; a resume with the run's own config says nothing.
+#[test]
+fn a_resume_that_will_prune_shards_warns_first() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-pipeline-prune-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let paths = RunPaths::under(&tmp);
+    let config = || {
+        let mut c = tiny();
+        c.run.max_shards_on_disk = 2;
+        c
+    };
+    let mut run = TrainingRun::create(config().check().unwrap(), paths.clone()).unwrap();
+    run.run(Some(3), &mut NoObserver).unwrap();
+    drop(run);
+    // Three shards of at most 72 samples each: all inside the 500-sample window, so all kept.
+    assert_eq!(list_shards(&paths.shards).unwrap().len(), 3);
+    let about_pruning = |w: &[String]| w.iter().any(|w| w.contains("max_shards_on_disk"));
+
+    let mut same = TrainingRun::resume(config().check().unwrap(), paths.clone()).unwrap();
+    assert!(!about_pruning(&same.take_warnings()));
+    drop(same);
+
+    let mut smaller = config();
+    smaller.run.window_samples = 1;
+    let mut resumed = TrainingRun::resume(smaller.check().unwrap(), paths.clone()).unwrap();
+    let warnings = resumed.take_warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("1 of the 3 shards") && w.contains("window_samples = 1")),
+        "{warnings:?}"
+    );
+    // What it announced happens: the next iteration keeps max_shards_on_disk shards.
+    resumed.run(Some(1), &mut NoObserver).unwrap();
+    assert_eq!(list_shards(&paths.shards).unwrap().len(), 2);
+    let _ = fs::remove_dir_all(&tmp);
+}
+
 /// Keeps the iteration reports (and the warnings).
 #[derive(Default)]
 struct Reports(Vec<IterationReport>, Vec<String>);

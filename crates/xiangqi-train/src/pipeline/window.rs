@@ -214,6 +214,21 @@ impl TrainingRun {
                 )),
             }
         }
+        // Shards beyond both the window and `max_shards_on_disk` are deleted after the next
+        // iteration. A run that kept its config never has any (pruning kept it within both);
+        // a resume with a smaller window or cap does: say so before they go.
+        let cap = self.config.run().max_shards_on_disk;
+        let doomed = numbered_shards.len().saturating_sub(cap.max(picked.len()));
+        if cap > 0 && doomed > 0 {
+            self.pending_warnings.push(format!(
+                "{doomed} of the {} shards in {} lie outside the replay window (loop.window_samples \
+                 = {}) and beyond loop.max_shards_on_disk = {cap}: the oldest will be deleted after \
+                 the next iteration; raise max_shards_on_disk (0 keeps every shard) to keep them",
+                numbered_shards.len(),
+                self.paths.shards.display(),
+                self.config.run().window_samples,
+            ));
+        }
         for (n, shard) in picked.into_iter().rev() {
             self.window.push(
                 n,
