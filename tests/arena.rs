@@ -606,3 +606,23 @@ fn an_opening_whose_game_is_already_over_is_skipped_not_scored() {
     assert!(stderr(&o).contains("no opening left to play"), "{}", stderr(&o));
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_odd_game_count_is_played_with_a_warning_and_an_empty_row_has_no_score() {
+    let o = xqz(&["arena", "--a", "random", "--b", "random", "--games", "1", "--max-plies", "20"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("--games 1 is odd") && err.contains("A plays Red once more"), "{err}");
+    let out = stdout(&o);
+    // The one game had A as Red: Black's row has no game and so no score (not 50%).
+    let black =
+        out.lines().find(|l| l.starts_with("A with Black")).unwrap_or_else(|| panic!("{out}"));
+    let words: Vec<&str> = black["A with Black".len()..].split_whitespace().collect();
+    assert_eq!(words, ["0", "0", "0", "0", "-"], "{out}");
+    assert_eq!(row(&out, "A with Red")[0], 1.0, "{out}");
+    assert_eq!(row(&out, "A total")[0], 1.0, "{out}");
+    // An even count says nothing about it.
+    let o = xqz(&["arena", "--a", "random", "--b", "random", "--games", "2", "--max-plies", "20"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("odd"), "{}", stderr(&o));
+}

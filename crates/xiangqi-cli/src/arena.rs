@@ -476,14 +476,17 @@ fn print_table<G: GameEnv>(names: [&str; 2], stats: &MatchStats, config: &MatchC
         (with_second.as_str(), stats.a_second),
         ("A total", stats.wdl),
     ] {
+        // A row without games has no score (not the 50% of `Wdl::score`'s prior).
+        let score =
+            if w.games() == 0 { "-".to_string() } else { format!("{:.1}%", 100.0 * w.score()) };
         outln!(
-            "{:<14}{:>7}{:>7}{:>7}{:>7}{:>8.1}%",
+            "{:<14}{:>7}{:>7}{:>7}{:>7}{:>9}",
             label,
             w.games(),
             w.wins,
             w.draws,
             w.losses,
-            100.0 * w.score()
+            score
         );
     }
     let elo = stats.wdl.elo();
@@ -642,6 +645,15 @@ fn run_game<G: GameEnv>(
         .collect();
     if openings.is_empty() {
         bail!("no opening left to play: the rules have ended the game in all {total} already");
+    }
+    if args.games % 2 == 1 {
+        errln!(
+            "warning: --games {} is odd: games are played in colour-swapped pairs, so the last \
+             one has no partner and A plays {} once more than {}",
+            args.games,
+            G::SIDE_TAGS[0],
+            G::SIDE_TAGS[1]
+        );
     }
     let device = crate::net::device(&args.device)?;
     let movetime = args.movetime.map(Duration::from_millis);
