@@ -171,6 +171,9 @@ impl<G: GameEnv> Opening<G> {
 /// The first bad line's [`OpeningError`]; an error too if the text holds no opening.
 pub fn parse_openings<G: GameEnv>(text: &str) -> Result<Vec<Opening<G>>, OpeningError> {
     let mut out = Vec::new();
+    // A UTF-8 byte-order mark (as some Windows editors write) marks the encoding; it is not part
+    // of the first line.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -191,6 +194,21 @@ pub fn parse_openings<G: GameEnv>(text: &str) -> Result<Vec<Opening<G>>, Opening
 mod tests {
 
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_line() {
+        let with = parse_openings::<xiangqi::Game>("\u{feff}h2e2 h9g7\r\nb2e2\r\n").unwrap();
+        let without = parse_openings::<xiangqi::Game>("h2e2 h9g7\nb2e2\n").unwrap();
+        assert_eq!(with.len(), 2);
+        for (a, b) in with.iter().zip(&without) {
+            assert_eq!(a.name(), b.name());
+            assert_eq!(a.moves(), b.moves());
+            assert_eq!(a.moves().len(), if a.name() == "line 1" { 2 } else { 1 });
+        }
+        // Only at the start: elsewhere it is a character of the line, and the error says where.
+        let e = parse_openings::<xiangqi::Game>("h2e2\n\u{feff}b2e2\n").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+    }
 
     #[test]
     fn janggi_openings_are_checked_under_the_match_rules() {
