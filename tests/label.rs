@@ -311,3 +311,31 @@ fn several_engines_label_every_position() {
     assert_eq!(shard.boards, all_samples(&shards).boards);
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_bad_shard_is_named_and_the_others_are_labelled() {
+    let Some(fsf) = fairy_stockfish() else { return };
+    let dir = scratch("bad");
+    let shards = import(&dir, "games", OPENING, "xiangqi");
+    let good = list_shards(&shards).unwrap();
+    assert_eq!(good.len(), 1);
+    // One that sorts first (not a zip at all) and one that sorts last (the good one cut short).
+    fs::write(shards.join("a-garbage.npz"), b"not a shard").unwrap();
+    let bytes = fs::read(&good[0]).unwrap();
+    fs::write(shards.join("z-truncated.npz"), &bytes[..bytes.len() / 2]).unwrap();
+    let out = dir.join("labelled");
+    let (stdout, stderr, ok) = label(&shards, &fsf, &out, &["--nodes", "200"]);
+    assert!(!ok, "a short output must fail: {stdout}{stderr}");
+    assert!(stdout.contains("labelled 6 of 6 positions in 1 shard(s)"), "{stdout}");
+    assert!(stdout.contains("2 shard(s) skipped"), "{stdout}");
+    for bad in ["a-garbage.npz", "z-truncated.npz"] {
+        assert!(stderr.contains(&format!("{bad}: skipped: cannot read it")), "{stderr}");
+        assert!(stderr.matches(bad).count() >= 2, "named when skipped and at the end: {stderr}");
+    }
+    assert!(stderr.contains("2 shard(s) could not be labelled"), "{stderr}");
+    let written = list_shards(&out).unwrap();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0].file_name(), good[0].file_name());
+    assert_eq!(read_shard(&written[0]).unwrap().len(), 6);
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -23,6 +23,10 @@
 //! the engine is then killed and restarted for the next position, and the run goes on. Ten
 //! losses in a row of one engine stop the run (an engine that cannot work at all).
 //!
+//! An input shard that cannot be labelled (unreadable, of another game or another rule set) is
+//! named on standard error and left out, the others are labelled, and the command then fails
+//! naming every such shard.
+//!
 //! Output shards are written atomically; a shard whose output exists is skipped, so a killed
 //! run continues where it stopped when run again. `--threads N` runs N engine processes, each
 //! taking the next position of the shard at hand. The last line on standard output sums up.
@@ -103,6 +107,8 @@ struct Summary {
     lost: BTreeMap<&'static str, u64>,
     restarts: u64,
     shards: u64,
+    /// Input shards left out (unreadable, another game, another rule set), with the reason.
+    skipped: Vec<(PathBuf, String)>,
 }
 
 /// What became of one position.
@@ -308,16 +314,26 @@ fn label_all<G: GameEnv>(
         engines.push(start_engine(args, G::KIND)?);
     }
     for (input, output) in todo {
-        let shard =
-            read_shard(input).with_context(|| format!("cannot read {}", input.display()))?;
-        shard.expect_game(G::KIND).with_context(|| input.display().to_string())?;
-        if let Some(r) = rules.filter(|&r| r != shard.rules) {
-            bail!(
-                "{}: its rule set (code {}) is not --rules (code {r})",
-                input.display(),
-                shard.rules
-            );
-        }
+        // A shard that cannot be labelled is named and left out; the others go on.
+        let checked =
+            read_shard(input).map_err(|e| format!("cannot read it: {e}")).and_then(|shard| {
+                shard.expect_game(G::KIND).map_err(|e| e.to_string())?;
+                match rules.filter(|&r| r != shard.rules) {
+                    Some(r) => Err(format!(
+                        "its rule set (code {}) is not --rules (code {r})",
+                        shard.rules
+                    )),
+                    None => Ok(shard),
+                }
+            });
+        let shard = match checked {
+            Ok(shard) => shard,
+            Err(why) => {
+                errln!("{}: skipped: {why}", input.display());
+                summary.skipped.push((input.clone(), why));
+                continue;
+            }
+        };
         let labels = label_shard::<G>(&mut engines, &shard, &limit, wait, &model, summary)
             .with_context(|| input.display().to_string())?;
         let labelled = relabel(&shard, &labels).with_context(|| input.display().to_string())?;
@@ -331,16 +347,18 @@ fn label_all<G: GameEnv>(
     Ok(())
 }
 
-/// The game of the first shard (`--game` must agree).
+/// The game of the first readable shard (`--game` must agree; the unreadable ones are named
+/// when their turn comes).
 fn first_game(args: &Args, todo: &[(PathBuf, PathBuf)]) -> anyhow::Result<GameKind> {
     let wanted = args.game.map(|g| match g {
         GameName::Xiangqi => GameKind::Xiangqi,
         GameName::Janggi => GameKind::Janggi,
     });
-    let Some((first, _)) = todo.first() else {
+    let Some((first, shard)) =
+        todo.iter().find_map(|(input, _)| read_shard(input).ok().map(|s| (input, s)))
+    else {
         return Ok(wanted.unwrap_or(GameKind::Xiangqi));
     };
-    let shard = read_shard(first).with_context(|| format!("cannot read {}", first.display()))?;
     match wanted {
         Some(g) if g != shard.game => {
             bail!("{} holds {} samples, not --game {g}", first.display(), shard.game)
@@ -402,7 +420,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let reasons: Vec<String> = summary.lost.iter().map(|(k, n)| format!("{k} {n}")).collect();
     outln!(
         "labelled {} of {} positions in {} shard(s) into {}; lost {}{}; {} engine restart(s); \
-         {} shard(s) already labelled; {:.1} s, {:.0} positions/s",
+         {} shard(s) already labelled; {} shard(s) skipped; {:.1} s, {:.0} positions/s",
         summary.labelled,
         summary.positions,
         summary.shards,
@@ -411,9 +429,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join(", ")) },
         summary.restarts,
         done,
+        summary.skipped.len(),
         secs,
         (summary.labelled + lost) as f64 / secs,
     );
     result?;
+    if !summary.skipped.is_empty() {
+        // Every shard that could be was labelled; the run still fails, so that a script sees
+        // that its output is short. Running again labels only what is missing.
+        let names: Vec<String> =
+            summary.skipped.iter().map(|(p, why)| format!("{} ({why})", p.display())).collect();
+        bail!("{} shard(s) could not be labelled: {}", names.len(), names.join("; "));
+    }
     Ok(ExitCode::SUCCESS)
 }
