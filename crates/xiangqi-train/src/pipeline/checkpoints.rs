@@ -220,8 +220,9 @@ impl TrainingRun {
         let dir = checkpoint_path(&self.paths, number);
         if let Some(aside) = self.move_aside_if_foreign(&dir, number)? {
             self.pending_warnings.push(format!(
-                "{} was not a checkpoint of this run and stood where the run writes its \
-                 checkpoint {number}: moved aside to {}",
+                "{} stood where the run writes its checkpoint {number} and is no readable \
+                 checkpoint of this run (another run's, a folder of yours, or one whose manifest \
+                 is damaged): moved aside to {}, not deleted",
                 dir.display(),
                 aside.display()
             ));
