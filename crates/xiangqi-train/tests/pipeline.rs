@@ -182,6 +182,43 @@ fn a_resume_that_will_prune_shards_warns_first() {
     let _ = fs::remove_dir_all(&tmp);
 }
 
+/// Pruning never deletes a shard of the replay window: an unreadable shard is in no window, and
+/// goes before the window's readable shards, however old they are.
+#[test]
+fn pruning_keeps_the_windows_shards_and_drops_an_unreadable_one() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-pipeline-unreadable-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let paths = RunPaths::under(&tmp);
+    let mut config = tiny();
+    config.run.max_shards_on_disk = 2;
+    let mut run = TrainingRun::create(config.clone().check().unwrap(), paths.clone()).unwrap();
+    run.run(Some(3), &mut NoObserver).unwrap();
+    drop(run);
+    let names = || -> Vec<String> {
+        list_shards(&paths.shards)
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    };
+    // All three fit the 500-sample window, so all three stay beside the cap of 2.
+    assert_eq!(names(), ["shard-000001.npz", "shard-000002.npz", "shard-000003.npz"]);
+    let newest = paths.shards.join("shard-000003.npz");
+    let bytes = fs::read(&newest).unwrap();
+    fs::write(&newest, &bytes[..bytes.len() / 3]).unwrap();
+    let mut resumed = TrainingRun::resume(config.check().unwrap(), paths.clone()).unwrap();
+    assert_eq!(resumed.window_samples(), {
+        let len =
+            |n: u64| read_shard(&paths.shards.join(format!("shard-{n:06}.npz"))).unwrap().len();
+        len(1) + len(2)
+    });
+    resumed.run(Some(1), &mut NoObserver).unwrap();
+    // The window is shards 1, 2 and 4; the unreadable shard 3 was the one to go.
+    assert_eq!(names(), ["shard-000001.npz", "shard-000002.npz", "shard-000004.npz"]);
+    let _ = fs::remove_dir_all(&tmp);
+}
+
 /// Keeps the iteration reports (and the warnings).
 #[derive(Default)]
 struct Reports(Vec<IterationReport>, Vec<String>);

@@ -327,7 +327,6 @@ impl TrainingRun {
         if cap == 0 {
             return Ok(());
         }
-        let cap = cap.max(self.window.shards.len());
         let mut shards: Vec<(u64, PathBuf)> = list_shards(&self.paths.shards)
             .map_err(|source| PipelineError::Io {
                 what: "reading",
@@ -338,13 +337,25 @@ impl TrainingRun {
             .filter_map(|p| numbered(&p, "shard-", ".npz").map(|n| (n, p)))
             .collect();
         shards.sort();
-        let excess = shards.len().saturating_sub(cap);
-        for (_, path) in shards.iter().take(excess) {
+        // The oldest shards outside the replay window go first, until `cap` are left; a shard
+        // in the window is never deleted (an unreadable shard is in no window, so it cannot
+        // take a readable one's place on disk).
+        let in_window: std::collections::HashSet<u64> =
+            self.window.shards.iter().map(|(n, _)| *n).collect();
+        let mut excess = shards.len().saturating_sub(cap);
+        for (n, path) in &shards {
+            if excess == 0 {
+                break;
+            }
+            if in_window.contains(n) {
+                continue;
+            }
             fs::remove_file(path).map_err(|source| PipelineError::Io {
                 what: "removing",
                 path: path.clone(),
                 source,
             })?;
+            excess -= 1;
         }
         Ok(())
     }

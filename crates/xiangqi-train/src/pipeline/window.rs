@@ -214,16 +214,18 @@ impl TrainingRun {
                 )),
             }
         }
-        // Shards beyond both the window and `max_shards_on_disk` are deleted after the next
-        // iteration. A run that kept its config never has any (pruning kept it within both);
-        // a resume with a smaller window or cap does: say so before they go.
+        // Shards outside the window beyond `max_shards_on_disk` are deleted as soon as the
+        // next iteration writes its shard. A run that kept its config never has any (pruning
+        // kept it within both); a resume with a smaller window or cap does: say so first.
         let cap = self.config.run().max_shards_on_disk;
         let doomed = numbered_shards.len().saturating_sub(cap.max(picked.len()));
         if cap > 0 && doomed > 0 {
             self.pending_warnings.push(format!(
-                "{doomed} of the {} shards in {} lie outside the replay window (loop.window_samples \
-                 = {}) and beyond loop.max_shards_on_disk = {cap}: the oldest will be deleted after \
-                 the next iteration; raise max_shards_on_disk (0 keeps every shard) to keep them",
+                "{doomed} of the {} shards in {} lie outside the replay window \
+                 (loop.window_samples = {}) and beyond loop.max_shards_on_disk = {cap}: they are \
+                 deleted, oldest first, as soon as the next iteration writes its shard (with any \
+                 shard the window then drops); raise max_shards_on_disk (0 keeps every shard) to \
+                 keep them",
                 numbered_shards.len(),
                 self.paths.shards.display(),
                 self.config.run().window_samples,
