@@ -323,16 +323,20 @@ fn a_bad_shard_is_named_and_the_others_are_labelled() {
     fs::write(shards.join("a-garbage.npz"), b"not a shard").unwrap();
     let bytes = fs::read(&good[0]).unwrap();
     fs::write(shards.join("z-truncated.npz"), &bytes[..bytes.len() / 2]).unwrap();
+    // And a janggi shard, the first readable one in name order.
+    let janggi = import(&dir, "janggi", JANGGI, "janggi");
+    fs::copy(&list_shards(&janggi).unwrap()[0], shards.join("b-janggi.npz")).unwrap();
     let out = dir.join("labelled");
-    let (stdout, stderr, ok) = label(&shards, &fsf, &out, &["--nodes", "200"]);
+    let (stdout, stderr, ok) = label(&shards, &fsf, &out, &["--nodes", "200", "--game", "xiangqi"]);
     assert!(!ok, "a short output must fail: {stdout}{stderr}");
     assert!(stdout.contains("labelled 6 of 6 positions in 1 shard(s)"), "{stdout}");
-    assert!(stdout.contains("2 shard(s) skipped"), "{stdout}");
+    assert!(stdout.contains("3 shard(s) skipped"), "{stdout}");
     for bad in ["a-garbage.npz", "z-truncated.npz"] {
         assert!(stderr.contains(&format!("{bad}: skipped: cannot read it")), "{stderr}");
         assert!(stderr.matches(bad).count() >= 2, "named when skipped and at the end: {stderr}");
     }
-    assert!(stderr.contains("2 shard(s) could not be labelled"), "{stderr}");
+    assert!(stderr.contains("b-janggi.npz: skipped") && stderr.contains("janggi"), "{stderr}");
+    assert!(stderr.contains("3 shard(s) could not be labelled"), "{stderr}");
     let written = list_shards(&out).unwrap();
     assert_eq!(written.len(), 1, "{written:?}");
     assert_eq!(written[0].file_name(), good[0].file_name());

@@ -82,7 +82,8 @@ pub struct Args {
     /// Engine processes run at once (at least 1).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     threads: u32,
-    /// Only shards of this game (default: the first shard's; all must be of one game).
+    /// The game to label (default: the first readable shard's); shards of the other game are
+    /// named and skipped.
     #[arg(long, value_enum)]
     game: Option<GameName>,
     /// Only shards of this rule set (default: each shard's own).
@@ -347,23 +348,16 @@ fn label_all<G: GameEnv>(
     Ok(())
 }
 
-/// The game of the first readable shard (`--game` must agree; the unreadable ones are named
-/// when their turn comes).
-fn first_game(args: &Args, todo: &[(PathBuf, PathBuf)]) -> anyhow::Result<GameKind> {
-    let wanted = args.game.map(|g| match g {
-        GameName::Xiangqi => GameKind::Xiangqi,
-        GameName::Janggi => GameKind::Janggi,
-    });
-    let Some((first, shard)) =
-        todo.iter().find_map(|(input, _)| read_shard(input).ok().map(|s| (input, s)))
-    else {
-        return Ok(wanted.unwrap_or(GameKind::Xiangqi));
-    };
-    match wanted {
-        Some(g) if g != shard.game => {
-            bail!("{} holds {} samples, not --game {g}", first.display(), shard.game)
-        }
-        _ => Ok(shard.game),
+/// The game to label: `--game`, else that of the first readable shard. Shards of the other
+/// game, and unreadable ones, are named and skipped when their turn comes.
+fn first_game(args: &Args, todo: &[(PathBuf, PathBuf)]) -> GameKind {
+    match args.game {
+        Some(GameName::Xiangqi) => GameKind::Xiangqi,
+        Some(GameName::Janggi) => GameKind::Janggi,
+        None => todo
+            .iter()
+            .find_map(|(input, _)| read_shard(input).ok())
+            .map_or(GameKind::Xiangqi, |shard| shard.game),
     }
 }
 
@@ -386,7 +380,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if done > 0 {
         errln!("{done} shard(s) already labelled in {}: skipped", args.out.display());
     }
-    let game = first_game(args, &todo)?;
+    let game = first_game(args, &todo);
     let rules = match &args.rules {
         None => None,
         Some(name) => Some(
