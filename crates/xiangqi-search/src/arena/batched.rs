@@ -372,8 +372,11 @@ impl<G: GameEnv> Match<'_, G> {
         loop {
             // Apply the last evaluations and play every game up to its next evaluation.
             driver.advance(&mut lanes);
-            // Take the finished games out; start new games in free slots and play them up to
-            // their first evaluation.
+            // Take the finished games out; start a new game in each free slot and play it up to
+            // its first evaluation. One new game a lane per round: players that never wait on
+            // an evaluation (random, greedy) finish a game within its first step, and
+            // the finished games must be reported (and the SPRT consulted) between them, not
+            // after the whole match.
             for lane in &mut lanes {
                 loop {
                     match &mut lane.slot {
@@ -393,6 +396,7 @@ impl<G: GameEnv> Match<'_, G> {
                                 &checked,
                             ));
                             slot.over = slot.step(settings, batch);
+                            break;
                         }
                         None => break,
                     }
@@ -684,6 +688,22 @@ mod tests {
         let config = MatchConfig { games: 200, sprt, ..config };
         let want = sequential(&greedy, &random, &config, u32::MAX).1;
         assert!(want.games() < 200 && want.sprt.unwrap().1 == SprtVerdict::AcceptH1);
+        let got = run_match_batched_shared(
+            &greedy,
+            &random,
+            &mut UniformEvaluator,
+            &Opening::<xiangqi::Game>::builtin(),
+            &config,
+            16,
+            |_, _| true,
+        )
+        .unwrap();
+        assert_eq!(got.stats, want);
+        // However many games are asked for, the SPRT stops the match after the same game:
+        // players that never wait on an evaluation start one game a lane per round, and the
+        // finished games are tested between rounds. (Before, the first lane played every game
+        // of the match first, so this one never ended.)
+        let config = MatchConfig { games: u32::MAX, ..config };
         let got = run_match_batched_shared(
             &greedy,
             &random,
