@@ -106,6 +106,15 @@ impl<G: GameEnv> Opening<G> {
         let mut game = G::new_game(start.clone(), rules);
         let mut moves = Vec::new();
         for (i, text) in moves_text.split_ascii_whitespace().enumerate() {
+            // A character no move has (a byte-order mark inside the file, the NULs of UTF-16
+            // text) is shown escaped: printed as it is, it would not be seen.
+            if !text.chars().all(|c| c.is_ascii_graphic()) {
+                return Err(err(format!(
+                    "move {}: {text:?} holds a character that is no part of a move (is the file \
+                     UTF-8 text?)",
+                    i + 1
+                )));
+            }
             let m = game.parse_move(text).map_err(|e| err(format!("move {}: {e}", i + 1)))?;
             game.play_checked(m).map_err(|e| err(format!("move {}: {e}", i + 1)))?;
             moves.push(m);
@@ -208,6 +217,11 @@ mod tests {
         // Only at the start: elsewhere it is a character of the line, and the error says where.
         let e = parse_openings::<xiangqi::Game>("h2e2\n\u{feff}b2e2\n").unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
+        // Shown escaped, so that the message names what is wrong.
+        assert!(e.to_string().contains("\\u{feff}b2e2"), "{e}");
+        // UTF-16 text read as UTF-8: NULs between the letters.
+        let e = parse_openings::<xiangqi::Game>("h\u{0}2\u{0}e\u{0}2\u{0}\n").unwrap_err();
+        assert!(e.to_string().contains("\\0") && e.to_string().contains("UTF-8"), "{e}");
     }
 
     #[test]
