@@ -527,6 +527,17 @@ fn tactics_greedy_always_mates_in_one_and_random_mostly_does_not() {
             assert_eq!(outcome.winner(), Some(game.position().turn().other()), "{line}");
         }
     }
+    let partial = dir.join("greedy.tsv.partial");
+    assert!(!partial.exists(), "the finished file was renamed into place");
+    // A run that fails keeps the earlier file as it was, and its own answers in FILE.partial.
+    let engine = fake_engine(&dir, "illegal");
+    let o = xqz(&["tactics", "--player", &engine, "--count", "2", "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert_eq!(fs::read_to_string(&out).unwrap(), text);
+    assert!(partial.is_file());
+    // A folder is no --out, and says so before any work.
+    let o = xqz(&["tactics", "--player", "greedy", "--out", dir.to_str().unwrap()]);
+    assert!(!o.status.success() && stderr(&o).contains("is a folder"), "{}", stderr(&o));
     // A random mover solves far fewer, close to the chance the table prints.
     let o = xqz(&["tactics", "--player", "random", "--count", "12"]);
     assert!(o.status.success(), "{}", stderr(&o));

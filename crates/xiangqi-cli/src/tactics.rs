@@ -1,7 +1,7 @@
 //! `xqz tactics`: a player on the tactical test positions kept back from training
 //! ([`xiangqi_search::tactics`]).
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,7 +56,9 @@ pub struct Args {
     #[arg(long, default_value = "cpu")]
     device: String,
     /// Write the positions, one per line: kind, FEN of the start, the moves to the position
-    /// (UCI), the correct moves, and the player's answer.
+    /// (UCI), the correct moves, and the player's answer. Written to `FILE.partial` as the
+    /// answers come, and renamed to FILE when the last is in: a run that fails or is stopped
+    /// leaves its answers so far there, and an earlier FILE as it was.
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -99,7 +101,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         margin: Duration::from_secs(1),
     };
     // The output file first: a bad path is an error before any work.
-    let mut out = match &args.out {
+    if let Some(path) = args.out.as_ref().filter(|p| p.is_dir()) {
+        bail!("--out {} is a folder, not a file", path.display());
+    }
+    let partial = args.out.as_ref().map(|path| {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(".partial");
+        path.with_file_name(name)
+    });
+    let mut out = match &partial {
         Some(path) => Some(BufWriter::new(
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
         )),
@@ -170,6 +180,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     bar.finish_and_clear();
+    if let (Some(mut w), Some(from), Some(to)) = (out, &partial, &args.out) {
+        w.flush().context("cannot write --out")?;
+        drop(w);
+        fs::rename(from, to)
+            .with_context(|| format!("cannot rename {} to {}", from.display(), to.display()))?;
+    }
     outln!("player: {}", player.name());
     outln!(
         "{:<18} {:>9} {:>7} {:>8} {:>17} {:>8}",
