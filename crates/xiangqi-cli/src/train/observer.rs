@@ -660,6 +660,8 @@ fn iteration_line(r: &IterationReport, rates: &IterationRates) -> String {
             "{} steps, loss {:.3} (policy {:.3}, value {:.3})",
             r.steps, m.loss, m.policy_loss, m.value_loss
         )
+    } else if r.steps_before_stop > 0 {
+        format!("{} steps, all before the stop", r.steps_before_stop)
     } else {
         "no training step".to_string()
     };
@@ -742,6 +744,13 @@ mod tests {
         }
         assert_eq!(cells[col("window_samples")], "1200");
         assert!(iteration_line(&idle, &IterationRates::of(&idle)).contains("no training step"));
+        // Steps taken before a stop, none after the resume: not measured here, so the cells
+        // stay empty, but the line does not say that no step was taken.
+        let resumed = IterationReport { steps_before_stop: 257, ..report(0) };
+        let row = metrics_row(&resumed, &IterationRates::of(&resumed));
+        assert_eq!(row.split(',').nth(col("loss")), Some(""), "{row}");
+        let line = iteration_line(&resumed, &IterationRates::of(&resumed));
+        assert!(line.contains("257 steps, all before the stop"), "{line}");
 
         let busy = report(40);
         let row = metrics_row(&busy, &IterationRates::of(&busy));

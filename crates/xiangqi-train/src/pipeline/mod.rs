@@ -623,6 +623,7 @@ impl TrainingRun {
             iteration,
             mean: training.mean,
             steps: training.steps,
+            steps_before_stop: training.steps_before_stop,
             train_samples_per_sec: training.samples_per_sec,
             window_samples: self.window.samples,
             total_samples: self.total_samples,
@@ -751,6 +752,7 @@ impl TrainingRun {
             ((new_samples as f64 * r.train_ratio / r.batch_size as f64).round() as u64).max(1)
         };
         let train_start = Instant::now();
+        let steps_before_stop = self.steps_in_iteration;
         let mut sums = StepMetrics::default();
         let mut taken = 0u64;
         let mut batch = TrainBatch::for_encoding(self.encoding(), r.batch_size);
@@ -778,6 +780,7 @@ impl TrainingRun {
         Ok(Some(TrainingPhase {
             mean: mean(&sums, taken),
             steps: taken,
+            steps_before_stop,
             samples_per_sec: if secs > 0.0 {
                 (taken as usize * r.batch_size) as f64 / secs
             } else {
@@ -808,6 +811,8 @@ struct IterationGames {
 struct TrainingPhase {
     mean: StepMetrics,
     steps: u64,
+    /// Steps of the iteration taken before a stop, in an earlier session.
+    steps_before_stop: u64,
     samples_per_sec: f64,
 }
 

@@ -40,9 +40,12 @@ pub struct IterationReport {
     pub iteration: u64,
     /// Self-play.
     pub selfplay: SelfPlayReport,
-    /// Optimizer steps taken in this iteration.
+    /// Optimizer steps taken in this iteration (in this session).
     pub steps: u64,
-    /// Mean of the step metrics over those steps (`step` is the last step).
+    /// Optimizer steps of this iteration taken before a stop, in an earlier session (then
+    /// resumed): not in `steps`, nor in `mean`.
+    pub steps_before_stop: u64,
+    /// Mean of the step metrics over `steps` (`step` is the last step).
     pub mean: StepMetrics,
     /// Training samples per second over the training phase.
     pub train_samples_per_sec: f64,
