@@ -179,6 +179,16 @@ fn a_resume_that_will_prune_shards_warns_first() {
     // What it announced happens: the next iteration keeps max_shards_on_disk shards.
     resumed.run(Some(1), &mut NoObserver).unwrap();
     assert_eq!(list_shards(&paths.shards).unwrap().len(), 2);
+    drop(resumed);
+    // A shard numbered past the run's iterations (left by a run this one fell back from) takes
+    // a place under the cap as in pruning, so the warning counts it.
+    let kept = list_shards(&paths.shards).unwrap();
+    fs::copy(&kept[0], paths.shards.join("shard-000099.npz")).unwrap();
+    let mut smaller = config();
+    smaller.run.window_samples = 1;
+    let mut again = TrainingRun::resume(smaller.check().unwrap(), paths.clone()).unwrap();
+    let warnings = again.take_warnings();
+    assert!(warnings.iter().any(|w| w.contains("1 of the 3 shards")), "{warnings:?}");
     let _ = fs::remove_dir_all(&tmp);
 }
 

@@ -185,6 +185,7 @@ impl TrainingRun {
             path: self.paths.shards.clone(),
             source,
         })?;
+        let on_disk = shards.iter().filter(|p| numbered(p, "shard-", ".npz").is_some()).count();
         let mut numbered_shards: Vec<(u64, PathBuf)> = shards
             .into_iter()
             .filter_map(|p| numbered(&p, "shard-", ".npz").map(|n| (n, p)))
@@ -216,17 +217,18 @@ impl TrainingRun {
         }
         // Shards outside the window beyond `max_shards_on_disk` are deleted as soon as the
         // next iteration writes its shard. A run that kept its config never has any (pruning
-        // kept it within both); a resume with a smaller window or cap does: say so first.
+        // kept it within both); a resume with a smaller window or cap does: say so first. Every
+        // numbered shard counts, as in pruning (one numbered past the run's iterations too).
         let cap = self.config.run().max_shards_on_disk;
-        let doomed = numbered_shards.len().saturating_sub(cap.max(picked.len()));
+        let doomed = on_disk.saturating_sub(cap.max(picked.len()));
         if cap > 0 && doomed > 0 {
             self.pending_warnings.push(format!(
-                "{doomed} of the {} shards in {} lie outside the replay window \
+                "{doomed} of the {on_disk} shards in {} lie outside the replay window \
                  (loop.window_samples = {}) and beyond loop.max_shards_on_disk = {cap}: they are \
-                 deleted, oldest first, as soon as the next iteration writes its shard (with any \
-                 shard the window then drops); raise max_shards_on_disk (0 keeps every shard) to \
+                 deleted, oldest first, as soon as the next iteration writes its shard (and from \
+                 then on, as in every iteration, the oldest shard outside the window whenever \
+                 more than {cap} are on disk); raise max_shards_on_disk (0 keeps every shard) to \
                  keep them",
-                numbered_shards.len(),
                 self.paths.shards.display(),
                 self.config.run().window_samples,
             ));
