@@ -109,9 +109,15 @@ impl<G: GameEnv> Opening<G> {
             // A character no move has (a byte-order mark inside the file, the NULs of UTF-16
             // text) is shown escaped: printed as it is, it would not be seen.
             if !text.chars().all(|c| c.is_ascii_graphic()) {
+                // NULs between letters are UTF-16 text; a mark inside the text, a UTF-8 file
+                // joined to another.
+                let hint = if text.contains(['\0', '\u{feff}']) {
+                    " (is the file UTF-8 text, with a byte-order mark only at its start?)"
+                } else {
+                    ""
+                };
                 return Err(err(format!(
-                    "move {}: {text:?} holds a character that is no part of a move (is the file \
-                     UTF-8 text?)",
+                    "move {}: {text:?} holds a character that is no part of a move{hint}",
                     i + 1
                 )));
             }
@@ -222,6 +228,9 @@ mod tests {
         // UTF-16 text read as UTF-8: NULs between the letters.
         let e = parse_openings::<xiangqi::Game>("h\u{0}2\u{0}e\u{0}2\u{0}\n").unwrap_err();
         assert!(e.to_string().contains("\\0") && e.to_string().contains("UTF-8"), "{e}");
+        // A visible character that is no part of a move is named, without the encoding hint.
+        let e = parse_openings::<xiangqi::Game>("h2e2（\n").unwrap_err();
+        assert!(e.to_string().contains("h2e2（") && !e.to_string().contains("UTF-8"), "{e}");
     }
 
     #[test]
