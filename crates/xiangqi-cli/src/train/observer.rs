@@ -655,9 +655,14 @@ fn iteration_line(r: &IterationReport, rates: &IterationRates) -> String {
         }
     };
     let m = &r.mean;
+    let before = if r.steps_before_stop > 0 {
+        format!(" (and {} before the stop)", r.steps_before_stop)
+    } else {
+        String::new()
+    };
     let training = if r.steps > 0 {
         format!(
-            "{} steps, loss {:.3} (policy {:.3}, value {:.3})",
+            "{} steps{before}, loss {:.3} (policy {:.3}, value {:.3})",
             r.steps, m.loss, m.policy_loss, m.value_loss
         )
     } else if r.steps_before_stop > 0 {
@@ -751,6 +756,10 @@ mod tests {
         assert_eq!(row.split(',').nth(col("loss")), Some(""), "{row}");
         let line = iteration_line(&resumed, &IterationRates::of(&resumed));
         assert!(line.contains("257 steps, all before the stop"), "{line}");
+        // Some before the stop, some after: the line's loss is over these, and it says so.
+        let both = IterationReport { steps_before_stop: 51, ..report(35) };
+        let line = iteration_line(&both, &IterationRates::of(&both));
+        assert!(line.contains("35 steps (and 51 before the stop), loss 2.500"), "{line}");
 
         let busy = report(40);
         let row = metrics_row(&busy, &IterationRates::of(&busy));
