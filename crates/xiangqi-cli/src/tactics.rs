@@ -11,6 +11,7 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use xiangqi::RuleSet;
 use xiangqi_search::arena::MoveLimit;
+use xiangqi_search::shard::suffixed;
 use xiangqi_search::tactics::{TacticKind, generate_with_progress};
 
 use crate::arena::{PlayerSpec, parse_player};
@@ -104,11 +105,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = args.out.as_ref().filter(|p| p.is_dir()) {
         bail!("--out {} is a folder, not a file", path.display());
     }
-    let partial = args.out.as_ref().map(|path| {
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(".partial");
-        path.with_file_name(name)
-    });
+    let partial = args.out.as_ref().map(|path| suffixed(path, ".partial"));
     let mut out = match &partial {
         Some(path) => Some(BufWriter::new(
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?,

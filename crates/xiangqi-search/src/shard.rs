@@ -547,8 +547,14 @@ pub fn write_shard_to<W: Write + Seek>(writer: W, shard: &Shard) -> Result<W, Sh
 
 /// The temporary path a write of `path` goes through: `NAME.npz.tmp` beside it.
 pub fn temp_path(path: &Path) -> PathBuf {
+    suffixed(path, ".tmp")
+}
+
+/// `path` with `suffix` added to its file name, in the same folder (`NAME` → `NAME<suffix>`):
+/// where a file is written before it is renamed into place.
+pub fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
+    name.push(suffix);
     path.with_file_name(name)
 }
 

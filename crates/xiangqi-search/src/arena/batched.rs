@@ -688,33 +688,24 @@ mod tests {
         let config = MatchConfig { games: 200, sprt, ..config };
         let want = sequential(&greedy, &random, &config, u32::MAX).1;
         assert!(want.games() < 200 && want.sprt.unwrap().1 == SprtVerdict::AcceptH1);
-        let got = run_match_batched_shared(
-            &greedy,
-            &random,
-            &mut UniformEvaluator,
-            &Opening::<xiangqi::Game>::builtin(),
-            &config,
-            16,
-            |_, _| true,
-        )
-        .unwrap();
-        assert_eq!(got.stats, want);
+        let batched = |config: &MatchConfig<xiangqi::Game>| {
+            run_match_batched_shared(
+                &greedy,
+                &random,
+                &mut UniformEvaluator,
+                &Opening::<xiangqi::Game>::builtin(),
+                config,
+                16,
+                |_, _| true,
+            )
+            .unwrap()
+        };
+        assert_eq!(batched(&config).stats, want);
         // However many games are asked for, the SPRT stops the match after the same game:
         // players that never wait on an evaluation start one game a lane per round, and the
         // finished games are tested between rounds. (Before, the first lane played every game
         // of the match first, so this one never ended.)
-        let config = MatchConfig { games: u32::MAX, ..config };
-        let got = run_match_batched_shared(
-            &greedy,
-            &random,
-            &mut UniformEvaluator,
-            &Opening::<xiangqi::Game>::builtin(),
-            &config,
-            16,
-            |_, _| true,
-        )
-        .unwrap();
-        assert_eq!(got.stats, want);
+        assert_eq!(batched(&MatchConfig { games: u32::MAX, ..config }).stats, want);
     }
 
     /// An evaluator that always fails.

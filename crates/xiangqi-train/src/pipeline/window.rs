@@ -185,12 +185,14 @@ impl TrainingRun {
             path: self.paths.shards.clone(),
             source,
         })?;
-        let on_disk = shards.iter().filter(|p| numbered(p, "shard-", ".npz").is_some()).count();
         let mut numbered_shards: Vec<(u64, PathBuf)> = shards
             .into_iter()
             .filter_map(|p| numbered(&p, "shard-", ".npz").map(|n| (n, p)))
-            .filter(|(n, _)| *n <= self.iteration)
             .collect();
+        // Every numbered shard takes a place under `max_shards_on_disk` (see below); only the
+        // run's own iterations' shards can be in the window.
+        let on_disk = numbered_shards.len();
+        numbered_shards.retain(|(n, _)| *n <= self.iteration);
         numbered_shards.sort();
         // Newest first until the window is full, then push oldest first.
         let mut picked = Vec::new();
