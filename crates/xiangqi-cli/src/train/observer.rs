@@ -545,16 +545,16 @@ impl IterationRates {
 /// The iteration's `metrics.csv` row, in the header's column order.
 fn metrics_row(r: &IterationReport, rates: &IterationRates) -> String {
     let st = &r.selfplay.stats;
-    let known = |x: f64, digits: usize| {
-        if rates.played { format!("{x:.digits$}") } else { String::new() }
+    // A cell with `digits` decimals where its value was measured, else empty.
+    let cell_if = |measured: bool, x: f64, digits: usize| {
+        if measured { format!("{x:.digits$}") } else { String::new() }
     };
+    let known = |x: f64, digits: usize| cell_if(rates.played, x, digits);
     let m = &r.mean;
     // The training columns stay empty in an iteration that took no optimizer step (the window
     // still filling, or a stop during self-play): there is no loss to report, and a 0 would
     // read as a perfect one.
-    let trained = |x: f64, digits: usize| {
-        if r.steps > 0 { format!("{x:.digits$}") } else { String::new() }
-    };
+    let trained = |x: f64, digits: usize| cell_if(r.steps > 0, x, digits);
     let mut row = format!(
         "{},{:.1},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         r.iteration,
