@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use xiangqi::{Game, janggi};
-use xiangqi_nn::{InferenceNet, InferencePath, Logits, Manifest, Net, TrainBatch, Trainer};
+use xiangqi_nn::{
+    InferenceNet, InferencePath, Logits, Manifest, Net, Precision, TrainBatch, Trainer,
+};
 use xiangqi_search::{Encoding, GameEnv, GameKind, SearchGame};
 
 /// Arguments of `xqz bench`.
@@ -124,6 +126,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let folded = InferenceNet::from_net(&net, &device).context("folding the network")?;
     let burn = folded.clone().with_path(InferencePath::Backend);
+    // The bfloat16 tower on AMX, where this CPU has it.
+    let bf16 = folded.clone().with_precision(Precision::Bf16);
+    let bf16 = (folded.path() == InferencePath::Kernels && bf16.precision() == Precision::Bf16)
+        .then_some(bf16);
     for &batch in &args.batches {
         let batch = batch as usize;
         let planes = positions(batch);
@@ -137,6 +143,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 burn.predict(planes.clone()).map(|_| ()).map_err(Into::into)
             })?;
             outln!("inference (burn) {batch:>5}: {r:>10.0} positions/s");
+        }
+        if let Some(bf16) = &bf16 {
+            let r = rate(args.seconds, batch, || {
+                bf16.predict_into(&planes, &mut out).map_err(Into::into)
+            })?;
+            outln!("inference (bf16) {batch:>5}: {r:>10.0} positions/s");
         }
     }
     let n = config.run().batch_size;

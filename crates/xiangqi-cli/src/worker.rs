@@ -196,7 +196,7 @@ fn load_generation(
     manifest
         .expect_game(&dir, config.game())
         .with_context(|| format!("generation {generation} of {}", store.location()))?;
-    let net = InferenceNet::from_net(&net, device)?;
+    let net = InferenceNet::from_net(&net, device)?.with_precision(config.run().precision);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Loaded { generation, config, evaluator: NnEvaluator::new(net) })
 }

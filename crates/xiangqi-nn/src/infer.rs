@@ -35,7 +35,7 @@ use xiangqi_search::{Encoding, EvalBuffer, EvalRequest, Evaluator, GameEnv};
 
 use crate::config::NetConfig;
 use crate::error::NnError;
-use crate::kernels::{HostBlock, HostNet, Packed};
+use crate::kernels::{AmxTower, HostBlock, HostNet, Packed};
 use crate::model::{ConvBn, Net, NetOutput, WDL};
 
 /// Reads a float tensor back to the host.
@@ -232,6 +232,28 @@ pub enum InferencePath {
     Backend,
 }
 
+/// The arithmetic of [`InferencePath::Kernels`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Every layer in `f32`.
+    #[default]
+    F32,
+    /// The input convolution and the residual tower in bfloat16 on Intel's AMX (Xeon Sapphire
+    /// Rapids and later), summed in `f32`; the heads in `f32`. Where the CPU has no AMX, or the
+    /// tower has global pooling or squeeze-excitation blocks, the net computes in `f32`
+    /// ([`InferenceNet::precision`] says which). The logits differ from `f32`'s by about 1% of
+    /// the tower's activations (`crate::kernels`' AMX module).
+    Bf16,
+}
+
+impl Precision {
+    /// Whether this CPU and operating system can run [`Precision::Bf16`].
+    pub fn bf16_available() -> bool {
+        crate::kernels::bf16_available()
+    }
+}
+
 /// The network folded for inference (see the [module documentation](self)).
 #[derive(Debug, Clone)]
 pub struct InferenceNet {
@@ -245,6 +267,7 @@ pub struct InferenceNet {
     /// The same folded weights packed for the CPU kernels.
     host: Arc<HostNet>,
     path: InferencePath,
+    precision: Precision,
     config: NetConfig,
     encoding: Encoding,
     device: Device,
@@ -269,6 +292,8 @@ impl InferenceNet {
         let input = HostConv::fold(&net.input)?;
         let mut tower = Vec::with_capacity(net.tower.len());
         let mut host_tower = Vec::with_capacity(net.tower.len());
+        // The folded 3 × 3 convolutions of a plain tower, for the AMX kernel.
+        let mut plain = Vec::with_capacity(net.tower.len());
         for block in &net.tower {
             let mut conv1 = HostConv::fold(&block.conv1)?;
             let mut pool = None;
@@ -286,6 +311,12 @@ impl InferenceNet {
                 None => None,
             };
             let conv2 = HostConv::fold(&block.conv2)?;
+            if pool.is_none() && se.is_none() {
+                plain.push((
+                    (conv1.weight.clone(), conv1.bias.clone(), conv1.shape),
+                    (conv2.weight.clone(), conv2.bias.clone(), conv2.shape),
+                ));
+            }
             host_tower.push(HostBlock {
                 conv1: conv1.to_packed(),
                 conv2: conv2.to_packed(),
@@ -305,6 +336,17 @@ impl InferenceNet {
         let policy_fc = HostLinear::read(&net.policy_fc, Some(c.policy_channels))?;
         let value_fc1 = HostLinear::read(&net.value_fc1, Some(c.value_channels))?;
         let value_fc2 = HostLinear::read(&net.value_fc2, None)?;
+        let amx = if plain.len() == net.tower.len() {
+            fn view(
+                (w, b, shape): &(Vec<f32>, Vec<f32>, [usize; 4]),
+            ) -> (&[f32], &[f32], [usize; 4]) {
+                (w, b, *shape)
+            }
+            let blocks: Vec<_> = plain.iter().map(|(a, b)| (view(a), view(b))).collect();
+            AmxTower::new((&input.weight, &input.bias, input.shape), &blocks)
+        } else {
+            None
+        };
         let host = HostNet {
             planes: net.encoding.planes,
             filters: f,
@@ -316,6 +358,7 @@ impl InferenceNet {
             policy_fc: policy_fc.to_packed(),
             value_fc1: value_fc1.to_packed(),
             value_fc2: value_fc2.to_packed(),
+            amx,
         };
         debug_assert_eq!(host.value_fc2.outputs(), WDL);
         let cpu = device == Device::flex();
@@ -329,6 +372,7 @@ impl InferenceNet {
             value_fc2: value_fc2.to_device(&device),
             host: Arc::new(host),
             path: if cpu { InferencePath::Kernels } else { InferencePath::Backend },
+            precision: Precision::F32,
             config: net.config.clone(),
             encoding: net.encoding,
             device,
@@ -346,6 +390,24 @@ impl InferenceNet {
     #[must_use]
     pub fn with_path(mut self, path: InferencePath) -> InferenceNet {
         self.path = path;
+        self
+    }
+
+    /// The arithmetic [`InferencePath::Kernels`] uses: [`Precision::F32`] unless
+    /// [`InferenceNet::with_precision`] asked for bfloat16 and this CPU and net can run it.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// Asks for `precision` on [`InferencePath::Kernels`]. [`Precision::Bf16`] takes effect
+    /// where this CPU has AMX and the tower has neither global pooling nor squeeze-excitation;
+    /// elsewhere the net stays [`Precision::F32`] (see [`InferenceNet::precision`]).
+    #[must_use]
+    pub fn with_precision(mut self, precision: Precision) -> InferenceNet {
+        self.precision = match precision {
+            Precision::Bf16 if self.host.amx.is_some() => Precision::Bf16,
+            _ => Precision::F32,
+        };
         self
     }
 
@@ -506,7 +568,8 @@ impl InferenceNet {
         out.policy_size = policy_size;
         out.policy.resize(batch * policy_size, 0.0);
         out.wdl.resize(batch * WDL, 0.0);
-        self.host.forward_into(planes, &mut out.policy, &mut out.wdl, self.chunk);
+        let bf16 = self.precision == Precision::Bf16;
+        self.host.forward_into(planes, &mut out.policy, &mut out.wdl, self.chunk, bf16);
         Ok(())
     }
 

@@ -67,7 +67,7 @@ pub use burn::tensor::Device;
 pub use checkpoint::{CheckpointError, Manifest};
 pub use config::{ConfigError, GlobalKind, LrSchedule, NetConfig, OptimizerKind, TrainConfig};
 pub use error::NnError;
-pub use infer::{InferenceNet, InferencePath, Logits, NnEvaluator};
+pub use infer::{InferenceNet, InferencePath, Logits, NnEvaluator, Precision};
 pub use model::{AuxiliaryOutput, MOVES_LEFT_SCALE, Net, NetOutput, WDL};
 pub use train::{AuxiliaryTargets, StepMetrics, TrainBatch, Trainer};
 

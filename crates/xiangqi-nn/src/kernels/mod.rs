@@ -21,8 +21,11 @@
 //!   kernel runs the 1 × 1 convolutions of the heads (one tap) and the linear layers (one tap,
 //!   a row per position).
 //! * **SIMD** comes from `pulp`, which detects AVX-512 or AVX2 + FMA at run time and compiles
-//!   the whole chunk's computation once per instruction set (no `unsafe` in this crate); other
-//!   CPUs get a scalar build of the same code.
+//!   the whole chunk's computation once per instruction set (no `unsafe` outside the AMX
+//!   module); other CPUs get a scalar build of the same code.
+//! * **bfloat16 on AMX** ([`crate::Precision::Bf16`], where the CPU has Intel's AMX): the input
+//!   convolution and the residual tower run as AMX tile products in bfloat16 with `f32` sums
+//!   (the `amx` module), the heads as above.
 //! * **Threads.** A batch is split into about equal chunks of positions, as many as a multiple
 //!   of the rayon pool's threads and none larger than the net's chunk size, run in parallel on
 //!   the pool, each in its thread's own scratch buffers.
@@ -47,6 +50,8 @@ use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
 use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE};
 
+#[cfg(target_arch = "x86_64")]
+mod amx;
 mod train;
 
 pub(crate) use train::{
@@ -214,6 +219,58 @@ pub(crate) struct HostBlock {
     pub(crate) se: Option<(Packed, Packed)>,
 }
 
+/// The tower's convolutions packed for the bfloat16 AMX kernel ([`crate::Precision::Bf16`]).
+#[derive(Debug, Clone)]
+pub(crate) struct AmxTower {
+    #[cfg(target_arch = "x86_64")]
+    input: amx::AmxConv,
+    /// Each block's two convolutions.
+    #[cfg(target_arch = "x86_64")]
+    blocks: Vec<(amx::AmxConv, amx::AmxConv)>,
+}
+
+impl AmxTower {
+    /// The tower of a net whose blocks are plain residual blocks, from the folded weights
+    /// `[out, in, 3, 3]` and biases of its input convolution and of each block's two
+    /// convolutions; `None` where this CPU (or operating system) has no AMX with bfloat16.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn new(
+        input: (&[f32], &[f32], [usize; 4]),
+        blocks: &[((&[f32], &[f32], [usize; 4]), (&[f32], &[f32], [usize; 4]))],
+    ) -> Option<AmxTower> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !amx::available() {
+                return None;
+            }
+            let pack =
+                |(w, b, shape): (&[f32], &[f32], [usize; 4])| amx::AmxConv::conv3x3(w, b, shape);
+            Some(AmxTower {
+                input: pack(input),
+                blocks: blocks.iter().map(|&(a, b)| (pack(a), pack(b))).collect(),
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (input, blocks);
+            None
+        }
+    }
+}
+
+/// Whether this CPU and operating system run [`crate::Precision::Bf16`] (Intel AMX with
+/// bfloat16: Xeon Sapphire Rapids and later).
+pub(crate) fn bf16_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        amx::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The folded network's weights, packed for the kernels.
 #[derive(Debug, Clone)]
 pub(crate) struct HostNet {
@@ -227,19 +284,24 @@ pub(crate) struct HostNet {
     pub(crate) policy_fc: Packed,
     pub(crate) value_fc1: Packed,
     pub(crate) value_fc2: Packed,
+    /// The tower for [`crate::Precision::Bf16`], where the CPU has AMX and the blocks are plain.
+    pub(crate) amx: Option<AmxTower>,
 }
 
 impl HostNet {
     /// Runs the network on `planes` (`[B, planes, 10, 9]` flattened), writing the policy logits
     /// (`[B, policy_size]`) and WDL logits (`[B, 3]`). Chunks of at most `chunk` positions, as
-    /// many as a multiple of the rayon pool's threads, run in parallel on it.
+    /// many as a multiple of the rayon pool's threads, run in parallel on it. With `bf16` (and
+    /// [`HostNet::amx`]) the tower runs on the bfloat16 AMX kernel.
     pub(crate) fn forward_into(
         &self,
         planes: &[f32],
         policy: &mut [f32],
         wdl: &mut [f32],
         chunk: usize,
+        bf16: bool,
     ) {
+        let amx = if bf16 { self.amx.as_ref() } else { None };
         let input = self.planes * PLANE_SIZE;
         let n = planes.len() / input;
         debug_assert_eq!(planes.len(), n * input);
@@ -248,7 +310,7 @@ impl HostNet {
         let run = |planes: &[f32], policy: &mut [f32], wdl: &mut [f32]| {
             SCRATCH.with(|s| {
                 let scratch = &mut s.borrow_mut();
-                Arch::new().dispatch(Chunk { net: self, planes, policy, wdl, scratch });
+                Arch::new().dispatch(Chunk { net: self, amx, planes, policy, wdl, scratch });
             });
         };
         let threads = rayon::current_num_threads().max(1);
@@ -319,6 +381,94 @@ struct Scratch {
     policy: Buf,
     value: Buf,
     hidden: Buf,
+    /// The bfloat16 tower's buffers.
+    #[cfg(target_arch = "x86_64")]
+    bf: BfScratch,
+}
+
+/// The bfloat16 tower's buffers: padded-board activations, each with [`Buf`]'s invariant (border
+/// rows and channels past the layer's width stay zero), and the AMX kernel's sums.
+#[cfg(target_arch = "x86_64")]
+#[derive(Debug, Default)]
+struct BfScratch {
+    input: BfBuf,
+    x: BfBuf,
+    y: BfBuf,
+    sums: Vec<f32>,
+}
+
+/// [`Buf`] of bfloat16 values.
+#[cfg(target_arch = "x86_64")]
+#[derive(Debug, Default)]
+struct BfBuf {
+    data: Vec<u16>,
+    stride: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl BfBuf {
+    /// Room for `rows` rows of `stride` values; a buffer of another stride is cleared first.
+    fn prepare(&mut self, rows: usize, stride: usize) {
+        if self.stride != stride {
+            self.data.clear();
+            self.stride = stride;
+        }
+        if self.data.len() < rows * stride {
+            self.data.resize(rows * stride, 0);
+        }
+    }
+}
+
+/// The input convolution and the residual tower in bfloat16 on AMX, leaving the tower's output
+/// in `x` (`f32`, stride `fs`) as the `f32` path does.
+#[cfg(target_arch = "x86_64")]
+fn amx_tower(
+    tower: &AmxTower,
+    planes: &[f32],
+    pl: usize,
+    bf: &mut BfScratch,
+    x: &mut Buf,
+    fs: usize,
+) {
+    use amx::{Outputs, SLACK_ROWS, layer};
+    let n = planes.len() / (pl * PLANE_SIZE);
+    let rows = n * PAD_SIZE + SLACK_ROWS;
+    // The planes, channels-last on the padded board, in bfloat16.
+    let ps = tower.input.in_stride();
+    bf.input.prepare(rows, ps);
+    for (i, position) in planes.chunks_exact(pl * PLANE_SIZE).enumerate() {
+        for sq in 0..PLANE_SIZE {
+            let row = padded_row(i, sq);
+            let dst = &mut bf.input.data[row * ps..row * ps + pl];
+            for (d, &v) in dst.iter_mut().zip(position[sq..].iter().step_by(PLANE_SIZE)) {
+                *d = amx::bf16(v);
+            }
+        }
+    }
+    let xs = tower.input.out_stride();
+    bf.x.prepare(rows, xs);
+    x.prepare(n * PAD_SIZE, fs);
+    let out = Outputs {
+        bf16: Some(&mut bf.x.data),
+        f32: Some((&mut x.data, fs)),
+        residual: false,
+        relu: true,
+    };
+    layer(&tower.input, &bf.input.data, n, out, &mut bf.sums);
+    for (conv1, conv2) in &tower.blocks {
+        bf.y.prepare(rows, conv1.out_stride());
+        let out = Outputs { bf16: Some(&mut bf.y.data), f32: None, residual: false, relu: true };
+        layer(conv1, &bf.x.data, n, out, &mut bf.sums);
+        // x = relu(x + conv2(y)): the f32 residual stream, and its bfloat16 copy for the next
+        // block.
+        let out = Outputs {
+            bf16: Some(&mut bf.x.data),
+            f32: Some((&mut x.data, fs)),
+            residual: true,
+            relu: true,
+        };
+        layer(conv2, &bf.y.data, n, out, &mut bf.sums);
+    }
 }
 
 /// The padded-board rows of the interior points of `n` positions, in order, into `rows`, and
@@ -355,6 +505,8 @@ fn to_padded(planes: &[f32], c: usize, buf: &mut Buf, stride: usize) {
 /// One chunk's forward pass, compiled once per instruction set.
 struct Chunk<'a> {
     net: &'a HostNet,
+    /// The bfloat16 tower, when the call asks for it.
+    amx: Option<&'a AmxTower>,
     planes: &'a [f32],
     policy: &'a mut [f32],
     wdl: &'a mut [f32],
@@ -366,7 +518,7 @@ impl WithSimd for Chunk<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let Chunk { net, planes, policy, wdl, scratch: s } = self;
+        let Chunk { net, amx, planes, policy, wdl, scratch: s } = self;
         let pl = net.planes;
         let n = planes.len() / (pl * PLANE_SIZE);
         let f = net.filters;
@@ -374,39 +526,67 @@ impl WithSimd for Chunk<'_> {
         let padded_rows = n * PAD_SIZE;
 
         board_rows(n, &mut s.rows, &mut s.ident);
-        // The planes, channels-last on the padded board.
-        to_padded(planes, pl, &mut s.input, pl);
         let rows = &s.rows[..];
-        s.x.prepare(padded_rows, fs);
-        let io = Io { rows, out_rows: rows, store: fs, relu: true, accumulate: false };
-        layer(simd, &net.input, &s.input.data, pl, &mut s.x.data, fs, io);
-
-        for block in &net.tower {
-            let ys = round_up(block.conv1.cout, ALIGN);
-            s.y.prepare(padded_rows, ys);
-            let io = Io { rows, out_rows: rows, store: ys, relu: true, accumulate: false };
-            layer(simd, &block.conv1, &s.x.data, fs, &mut s.y.data, ys, io);
-            if let Some((g, fc)) = &block.pool {
-                pool_bias(simd, &mut s.y, &mut s.feat, &mut s.gate, rows, n, f, *g, fc, &s.ident);
+        #[cfg(target_arch = "x86_64")]
+        let on_amx = match amx {
+            Some(tower) => {
+                amx_tower(tower, planes, pl, &mut s.bf, &mut s.x, fs);
+                true
             }
-            match &block.se {
-                None => {
-                    // x = relu(x + conv2(y)), in place.
-                    let io = Io { rows, out_rows: rows, store: fs, relu: true, accumulate: true };
-                    layer(simd, &block.conv2, &s.y.data, ys, &mut s.x.data, fs, io);
+            None => false,
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let on_amx = {
+            debug_assert!(amx.is_none());
+            false
+        };
+        if !on_amx {
+            // The planes, channels-last on the padded board.
+            to_padded(planes, pl, &mut s.input, pl);
+            s.x.prepare(padded_rows, fs);
+            let io = Io { rows, out_rows: rows, store: fs, relu: true, accumulate: false };
+            layer(simd, &net.input, &s.input.data, pl, &mut s.x.data, fs, io);
+
+            for block in &net.tower {
+                let ys = round_up(block.conv1.cout, ALIGN);
+                s.y.prepare(padded_rows, ys);
+                let io = Io { rows, out_rows: rows, store: ys, relu: true, accumulate: false };
+                layer(simd, &block.conv1, &s.x.data, fs, &mut s.y.data, ys, io);
+                if let Some((g, fc)) = &block.pool {
+                    pool_bias(
+                        simd,
+                        &mut s.y,
+                        &mut s.feat,
+                        &mut s.gate,
+                        rows,
+                        n,
+                        f,
+                        *g,
+                        fc,
+                        &s.ident,
+                    );
                 }
-                Some((fc1, fc2)) => {
-                    s.z.prepare(padded_rows, fs);
-                    let io = Io { rows, out_rows: rows, store: fs, relu: false, accumulate: false };
-                    layer(simd, &block.conv2, &s.y.data, ys, &mut s.z.data, fs, io);
-                    let b = SeBuffers {
-                        x: &mut s.x,
-                        z: &s.z,
-                        mean: &mut s.feat,
-                        hidden: &mut s.hidden,
-                        gate: &mut s.gate,
-                    };
-                    squeeze_excite(simd, b, rows, &s.ident, n, f, fc1, fc2);
+                match &block.se {
+                    None => {
+                        // x = relu(x + conv2(y)), in place.
+                        let io =
+                            Io { rows, out_rows: rows, store: fs, relu: true, accumulate: true };
+                        layer(simd, &block.conv2, &s.y.data, ys, &mut s.x.data, fs, io);
+                    }
+                    Some((fc1, fc2)) => {
+                        s.z.prepare(padded_rows, fs);
+                        let io =
+                            Io { rows, out_rows: rows, store: fs, relu: false, accumulate: false };
+                        layer(simd, &block.conv2, &s.y.data, ys, &mut s.z.data, fs, io);
+                        let b = SeBuffers {
+                            x: &mut s.x,
+                            z: &s.z,
+                            mean: &mut s.feat,
+                            hidden: &mut s.hidden,
+                            gate: &mut s.gate,
+                        };
+                        squeeze_excite(simd, b, rows, &s.ident, n, f, fc1, fc2);
+                    }
                 }
             }
         }
@@ -743,7 +923,7 @@ fn tiles<S: Simd, const MR: usize, const NV: usize>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The layer computed by definition, in f64.
@@ -772,7 +952,7 @@ mod tests {
         out
     }
 
-    pub(super) fn noise(n: usize, seed: u32) -> Vec<f32> {
+    pub(crate) fn noise(n: usize, seed: u32) -> Vec<f32> {
         let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         (0..n)
             .map(|_| {

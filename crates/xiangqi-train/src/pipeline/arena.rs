@@ -36,7 +36,7 @@ impl TrainingRun {
         let seed = derive_seed(r.seed, 3, self.iteration);
         let concurrency = (self.config.selfplay().games_in_flight as usize).max(1);
         let me = LocalPlayer::Mcts { name: "current".into(), config: search.clone() };
-        let mut current = NnEvaluator::new(self.trainer.inference_net(&self.device)?);
+        let mut current = NnEvaluator::new(self.play_net()?);
         let mut previous = self.last_arena_checkpoint.unwrap_or(0);
         if !checkpoint_path(&self.paths, previous).is_dir() {
             // Pruned (a resume from an older checkpoint): the initial network is always kept.
@@ -48,7 +48,8 @@ impl TrainingRun {
             let (net, manifest) =
                 checkpoint::load_net(&dir, Some(self.config.network().get()), &self.device)?;
             manifest.expect_game(&dir, self.config.selfplay().game)?;
-            earlier = Some(NnEvaluator::new(InferenceNet::from_net(&net, &self.device)?));
+            let net = InferenceNet::from_net(&net, &self.device)?;
+            earlier = Some(NnEvaluator::new(net.with_precision(r.precision)));
         }
         let mut opponents = vec![
             ("random".to_string(), LocalPlayer::Random { seed }),

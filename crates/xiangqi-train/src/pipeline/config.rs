@@ -23,6 +23,14 @@ pub struct LoopConfig {
     /// to end with its own network (and the key is not written).
     #[serde(skip_serializing_if = "is_false")]
     pub continuous_selfplay: bool,
+    /// The CPU kernels' arithmetic for self-play and the arena's games: `"f32"` (the default;
+    /// the key is not written) or `"bf16"`, the input convolution and the residual tower in
+    /// bfloat16 on Intel's AMX (Xeon Sapphire Rapids and later), summed in `f32`
+    /// ([`xiangqi_nn::Precision::Bf16`]). Where the CPU has no AMX, or the tower has global
+    /// pooling or squeeze-excitation blocks, the run computes in `f32` and says so when it
+    /// starts. Training and the held-out losses are always `f32`.
+    #[serde(skip_serializing_if = "is_f32")]
+    pub precision: Precision,
     /// Samples trained per sample generated (each iteration takes
     /// `round(new samples · train_ratio / batch_size)` optimizer steps, at least one).
     pub train_ratio: f64,
@@ -166,6 +174,7 @@ impl Default for LoopConfig {
         LoopConfig {
             games_per_iteration: 64,
             continuous_selfplay: false,
+            precision: Precision::F32,
             train_ratio: 4.0,
             batch_size: 256,
             value_q_weight: 0.0,
@@ -210,6 +219,10 @@ fn is_zero(x: &f64) -> bool {
 
 fn is_false(x: &bool) -> bool {
     !*x
+}
+
+fn is_f32(p: &Precision) -> bool {
+    *p == Precision::F32
 }
 
 /// The most games an iteration may play.

@@ -52,7 +52,7 @@ use xiangqi_nn::checkpoint::{self, CheckpointError};
 use xiangqi_nn::config::{ConfigError, NetConfig, TrainConfig};
 use xiangqi_nn::infer::NnEvaluator;
 use xiangqi_nn::train::{StepMetrics, TrainBatch, Trainer};
-use xiangqi_nn::{Device, InferenceNet, cpu_device};
+use xiangqi_nn::{Device, InferenceNet, Precision, cpu_device};
 use xiangqi_search::arena::{
     GameSettings, LocalPlayer, MatchConfig, MatchStats, MoveLimit, Opening, run_match_batched,
 };
@@ -538,6 +538,17 @@ impl TrainingRun {
         for w in self.take_warnings() {
             observer.warning(&w);
         }
+        let precision = self.config.run().precision;
+        if precision == Precision::Bf16 && self.play_net()?.precision() != precision {
+            observer.warning(if Precision::bf16_available() {
+                "loop.precision = \"bf16\": this network's tower has global pooling or \
+                 squeeze-excitation blocks, which the bfloat16 kernel does not run; self-play \
+                 computes in f32"
+            } else {
+                "loop.precision = \"bf16\": this CPU (or operating system) has no AMX with \
+                 bfloat16; self-play computes in f32"
+            });
+        }
         // An arena cut short by a stop or a kill after its iteration's checkpoint: play it now.
         let every = self.config.run().arena_every;
         if every > 0
@@ -714,6 +725,11 @@ impl TrainingRun {
         self.resign.decay();
         self.resign_threshold =
             self.resign.choose(r.resign_target_false_positive, r.resign_min_resigners);
+    }
+
+    /// The current network folded for self-play and the arena's games, in `loop.precision`.
+    fn play_net(&self) -> Result<InferenceNet, PipelineError> {
+        Ok(self.trainer.inference_net(&self.device)?.with_precision(self.config.run().precision))
     }
 
     /// The held-out loss: the new samples under the network before any step on them (not

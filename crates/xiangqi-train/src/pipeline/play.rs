@@ -127,8 +127,7 @@ impl TrainingRun {
         observer: &mut dyn Observer,
         threads: Option<u32>,
     ) -> Result<Option<PlayedGames>, PipelineError> {
-        let net = self.trainer.inference_net(&self.device)?;
-        let mut evaluator = NnEvaluator::new(net);
+        let mut evaluator = NnEvaluator::new(self.play_net()?);
         let mut selfplay = self.config.selfplay().clone().into_inner();
         selfplay.seed = derive_seed(self.config.run().seed, 1, iteration);
         let continuous = threads.is_none() && self.config.run().continuous_selfplay;

@@ -1,0 +1,454 @@
+//! The residual tower in bfloat16 on Intel's Advanced Matrix Extensions (AMX), for
+//! [`crate::Precision::Bf16`].
+//!
+//! A 3 × 3 convolution on the padded channels-last board (see the [parent module](super)) is,
+//! for each of its nine taps, a matrix product of a block of consecutive board rows (shifted by
+//! the tap's offset) by the tap's `[cin, cout]` weights. AMX multiplies tiles of 16 rows by 32
+//! bfloat16 values (`tileloadd` with the buffer's row stride) into 16 × 16 `f32` sums
+//! (`tdpbf16ps`), so the tap's block of input rows is loaded straight from the activation
+//! buffer: no im2col, as on the `f32` path. Each step computes 32 board rows by 32 output
+//! channels (four sum tiles, two input tiles, two weight tiles: all eight tile registers) and
+//! stores the sums to a small `f32` buffer, where the epilogue adds the bias and the residual,
+//! applies the ReLU and writes the interior points' outputs: `f32` for the residual stream and
+//! the heads, bfloat16 for the next convolution. Border points are never written, so they stay
+//! zero, the next layer's padding.
+//!
+//! Activations and weights are rounded to bfloat16 (8 significant bits, round to nearest even)
+//! and summed in `f32`: the tower's outputs differ from the `f32` path by about 1% of their
+//! size. The heads run on the `f32` kernels. Intel's *Architecture Instruction Set Extensions
+//! Programming Reference*, chapter 3, defines the instructions; Linux grants a process the AMX
+//! state through `arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`.
+//!
+//! On the 2-core Xeon of `experiments/2026-12-06-amx-bf16/` a 24 → 24 convolution of 16
+//! positions runs at about 2.7 times the `f32` kernel's speed.
+
+// The only `unsafe` of this crate: inline assembly (Rust has no stable AMX intrinsics) and the
+// raw loads and stores of the epilogue. Every address is checked against its slice's length
+// before the assembly runs (`layer`'s assertions).
+#![allow(unsafe_code)]
+
+use std::arch::asm;
+use std::arch::x86_64::{
+    __cpuid_count, __m512, _mm256_storeu_si256, _mm512_add_ps, _mm512_cvtneps_pbh, _mm512_loadu_ps,
+    _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_setzero_ps,
+};
+use std::sync::OnceLock;
+
+use super::{PAD_FILES, PAD_SIZE, round_up};
+
+/// Channels of one tile row (64 bytes of bfloat16).
+const K_TILE: usize = 32;
+/// Output columns of one sum tile.
+const N_TILE: usize = 16;
+/// Board rows of one sum tile.
+const M_TILE: usize = 16;
+/// Rows past a chunk's last padded row that the last step may read: two tiles of rows, plus the
+/// largest tap offset.
+pub(super) const SLACK_ROWS: usize = 2 * M_TILE + PAD_FILES + 1;
+
+/// Whether this CPU and the operating system let this process use AMX with bfloat16 (and
+/// AVX-512 with its bfloat16 conversions, for the epilogue). Asked once; the first call also
+/// requests the AMX state from Linux for the whole process.
+pub(crate) fn available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        // CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
+        let leaf7 = __cpuid_count(7, 0);
+        let amx = leaf7.edx & (1 << 22) != 0 && leaf7.edx & (1 << 24) != 0;
+        let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512bf16");
+        amx && avx512 && request_tile_data()
+    })
+}
+
+/// Asks Linux for the AMX tile data state (`arch_prctl(ARCH_REQ_XCOMP_PERM, 18)`): without it
+/// the first tile instruction kills the process.
+fn request_tile_data() -> bool {
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: a plain system call with two integer arguments; it only changes which register
+    // state the kernel saves for this process.
+    unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
+}
+
+/// bfloat16 of `x`, rounded to nearest even (NaN stays NaN).
+pub(crate) fn bf16(x: f32) -> u16 {
+    half::bf16::from_f32(x).to_bits()
+}
+
+/// A 3 × 3 convolution's weights packed as AMX weight tiles.
+#[derive(Debug, Clone)]
+pub(crate) struct AmxConv {
+    /// Row offsets of the nine taps.
+    taps: Vec<isize>,
+    /// Input channels; the input buffer's stride is `round_up(cin, 32)`.
+    cin: usize,
+    /// Output channels.
+    cout: usize,
+    /// Output columns computed: `cout` rounded up to 32 (the bfloat16 output's stride).
+    cols: usize,
+    /// Tiles in `[tap][channel block of 32][column block of 16]` order, each 16 rows of 16
+    /// pairs: row `p`, column `n` holds the weights of input channels `2p` and `2p + 1` for
+    /// output column `n` (the layout `tdpbf16ps` reads).
+    weight: Vec<u16>,
+    /// `[cols]`, zero beyond `cout`.
+    bias: Vec<f32>,
+}
+
+impl AmxConv {
+    /// Packs a convolution's folded weights `[out, in, 3, 3]` and bias `[out]`.
+    pub(crate) fn conv3x3(weight: &[f32], bias: &[f32], shape: [usize; 4]) -> AmxConv {
+        let [cout, cin, kh, kw] = shape;
+        debug_assert!(kh == 3 && kw == 3);
+        debug_assert_eq!(weight.len(), cout * cin * 9);
+        let blocks = cin.div_ceil(K_TILE);
+        let cols = round_up(cout, 2 * N_TILE);
+        let col_tiles = cols / N_TILE;
+        let mut packed = vec![0u16; 9 * blocks * col_tiles * M_TILE * N_TILE * 2];
+        for t in 0..9 {
+            for kb in 0..blocks {
+                for j in 0..col_tiles {
+                    let tile = ((t * blocks + kb) * col_tiles + j) * M_TILE * N_TILE * 2;
+                    for p in 0..K_TILE / 2 {
+                        for n in 0..N_TILE {
+                            for e in 0..2 {
+                                let (o, c) = (j * N_TILE + n, kb * K_TILE + 2 * p + e);
+                                if o < cout && c < cin {
+                                    let w = weight[(o * cin + c) * 9 + t];
+                                    packed[tile + (p * N_TILE + n) * 2 + e] = bf16(w);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let taps = (0..9)
+            .map(|t| (t / 3 - 1) as isize * PAD_FILES as isize + (t % 3) as isize - 1)
+            .collect();
+        let mut padded_bias = vec![0.0; cols];
+        padded_bias[..cout].copy_from_slice(bias);
+        AmxConv { taps, cin, cout, cols, weight: packed, bias: padded_bias }
+    }
+
+    /// The input buffer's row stride in bfloat16 values.
+    pub(crate) fn in_stride(&self) -> usize {
+        round_up(self.cin, K_TILE)
+    }
+
+    /// The bfloat16 output's row stride (output columns computed).
+    pub(crate) fn out_stride(&self) -> usize {
+        self.cols
+    }
+}
+
+/// Where a layer's outputs go.
+pub(crate) struct Outputs<'a> {
+    /// bfloat16 outputs, `[rows, out_stride]`, every computed column of every interior row.
+    pub(crate) bf16: Option<&'a mut [u16]>,
+    /// `f32` outputs `[rows, stride]`, the first `cout` columns of every interior row; with
+    /// `residual`, their values before the call are added to the sums first.
+    pub(crate) f32: Option<(&'a mut [f32], usize)>,
+    pub(crate) residual: bool,
+    pub(crate) relu: bool,
+}
+
+/// Runs `conv` over the interior points of `n` positions of `input` (`[rows, in_stride]`
+/// bfloat16 on the padded board, at least `n · 132 + SLACK_ROWS` rows, border rows zero).
+///
+/// # Panics
+/// If [`available`] is false, or a buffer is too short for `n` positions.
+pub(crate) fn layer(
+    conv: &AmxConv,
+    input: &[u16],
+    n: usize,
+    out: Outputs<'_>,
+    sums: &mut Vec<f32>,
+) {
+    assert!(available(), "AMX is not available");
+    let in_stride = conv.in_stride();
+    assert!(input.len() >= (n * PAD_SIZE + SLACK_ROWS) * in_stride, "input buffer too short");
+    if let Some(b) = &out.bf16 {
+        assert!(b.len() >= n * PAD_SIZE * conv.cols, "bfloat16 output too short");
+    }
+    if let Some((f, stride)) = &out.f32 {
+        assert!(*stride >= conv.cout && f.len() >= n * PAD_SIZE * stride, "f32 output too short");
+    }
+    assert!(!out.residual || out.f32.is_some(), "a residual needs the f32 output");
+    sums.resize(2 * M_TILE * 2 * N_TILE, 0.0);
+    // SAFETY: `available` checked the CPU features and the tile permission; the assertions
+    // above bound every address the function forms (see its comments).
+    unsafe { layer_amx(conv, input, n, out, sums) }
+}
+
+/// The tile configuration: palette 1, tiles 0–7 each 16 rows of 64 bytes.
+#[repr(C, align(64))]
+struct TileConfig {
+    palette: u8,
+    start_row: u8,
+    reserved: [u8; 14],
+    colsb: [u16; 16],
+    rows: [u8; 16],
+}
+
+const CONFIG: TileConfig = {
+    let mut c =
+        TileConfig { palette: 1, start_row: 0, reserved: [0; 14], colsb: [0; 16], rows: [0; 16] };
+    let mut t = 0;
+    while t < 8 {
+        c.colsb[t] = 64;
+        c.rows[t] = 16;
+        t += 1;
+    }
+    c
+};
+
+/// Whether padded-board row `row` is a board point (not the zero border).
+fn interior(row: usize) -> bool {
+    let r = row % PAD_SIZE;
+    let (rank, file) = (r / PAD_FILES, r % PAD_FILES);
+    (1..=super::PLANE_RANKS).contains(&rank) && (1..=super::PLANE_FILES).contains(&file)
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+unsafe fn layer_amx(conv: &AmxConv, input: &[u16], n: usize, out: Outputs<'_>, sums: &mut [f32]) {
+    let in_stride = conv.in_stride();
+    let blocks = in_stride / K_TILE;
+    let col_tiles = conv.cols / N_TILE;
+    let tile_len = M_TILE * N_TILE * 2;
+    // Interior rows lie in `first..=last`; steps of 32 rows from `first` read rows from
+    // `first - 12 = 0` to below `last + 1 + 31 + 12 < n · 132 + SLACK_ROWS`.
+    let first = PAD_FILES + 1;
+    let last = n * PAD_SIZE - PAD_FILES - 2;
+    let in_bytes = in_stride * 2;
+    let Outputs { mut bf16, mut f32, residual, relu } = out;
+    let zero = _mm512_setzero_ps();
+    // SAFETY: the configuration is a valid palette-1 layout.
+    unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
+    let mut r0 = first;
+    while n > 0 && r0 <= last {
+        for j0 in (0..col_tiles).step_by(2) {
+            // SAFETY: zeroes tile registers configured above.
+            unsafe {
+                asm!(
+                    "tilezero tmm0",
+                    "tilezero tmm1",
+                    "tilezero tmm2",
+                    "tilezero tmm3",
+                    options(nostack, nomem)
+                )
+            };
+            for (t, &tap) in conv.taps.iter().enumerate() {
+                let row = r0.wrapping_add_signed(tap);
+                for kb in 0..blocks {
+                    let a0 = input[row * in_stride + kb * K_TILE..].as_ptr();
+                    // Rows `row + 16 ..` (within the slack, see above).
+                    let a1 = input[(row + M_TILE) * in_stride + kb * K_TILE..].as_ptr();
+                    let tile = ((t * blocks + kb) * col_tiles + j0) * tile_len;
+                    let b = conv.weight[tile..tile + 2 * tile_len].as_ptr();
+                    // SAFETY: each A tile is 16 rows of 64 bytes from `a0`/`a1` with the
+                    // buffer's stride (inside `input` by the bound above); the two weight
+                    // tiles are the 2 KiB from `b`, inside `conv.weight`.
+                    unsafe {
+                        asm!(
+                            "tileloadd tmm4, [{a0} + {s}*1]",
+                            "tileloadd tmm5, [{a1} + {s}*1]",
+                            "tileloadd tmm6, [{b} + {w}*1]",
+                            "tileloadd tmm7, [{b1} + {w}*1]",
+                            "tdpbf16ps tmm0, tmm4, tmm6",
+                            "tdpbf16ps tmm1, tmm4, tmm7",
+                            "tdpbf16ps tmm2, tmm5, tmm6",
+                            "tdpbf16ps tmm3, tmm5, tmm7",
+                            a0 = in(reg) a0,
+                            a1 = in(reg) a1,
+                            b = in(reg) b,
+                            b1 = in(reg) b.add(tile_len),
+                            s = in(reg) in_bytes,
+                            w = in(reg) 64usize,
+                            options(nostack, readonly),
+                        )
+                    };
+                }
+            }
+            let s = sums.as_mut_ptr();
+            // SAFETY: four 16 × 16 f32 tiles into `sums` (32 rows of 32 floats, 4 KiB).
+            unsafe {
+                asm!(
+                    "tilestored [{s0} + {st}*1], tmm0",
+                    "tilestored [{s1} + {st}*1], tmm1",
+                    "tilestored [{s2} + {st}*1], tmm2",
+                    "tilestored [{s3} + {st}*1], tmm3",
+                    s0 = in(reg) s,
+                    s1 = in(reg) s.add(N_TILE),
+                    s2 = in(reg) s.add(M_TILE * 2 * N_TILE),
+                    s3 = in(reg) s.add(M_TILE * 2 * N_TILE + N_TILE),
+                    st = in(reg) 2 * N_TILE * 4,
+                    options(nostack),
+                )
+            };
+            // The epilogue, row by row.
+            for i in 0..2 * M_TILE {
+                let row = r0 + i;
+                if row > last {
+                    break;
+                }
+                if !interior(row) {
+                    continue;
+                }
+                for v in 0..2 {
+                    let col = (j0 + v) * N_TILE;
+                    // SAFETY: 16 floats of `sums` and of `bias` (`cols` long, `col + 16 ≤ cols`).
+                    let mut a: __m512 = unsafe {
+                        _mm512_add_ps(
+                            _mm512_loadu_ps(sums[i * 2 * N_TILE + v * N_TILE..].as_ptr()),
+                            _mm512_loadu_ps(conv.bias[col..col + N_TILE].as_ptr()),
+                        )
+                    };
+                    let valid = conv.cout.saturating_sub(col).min(N_TILE);
+                    let mask = ((1u32 << valid) - 1) as u16;
+                    if let Some((f, stride)) = &mut f32 {
+                        let p = f[row * *stride..].as_mut_ptr();
+                        // SAFETY: the masked lanes are the columns `col..col + valid` of row
+                        // `row`, within `cout ≤ stride` and the slice (asserted in `layer`).
+                        unsafe {
+                            if residual && valid > 0 {
+                                a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(mask, p.add(col)));
+                            }
+                        }
+                        if relu {
+                            a = _mm512_max_ps(zero, a);
+                        }
+                        // SAFETY: as above.
+                        unsafe { _mm512_mask_storeu_ps(p.add(col), mask, a) };
+                    } else if relu {
+                        a = _mm512_max_ps(zero, a);
+                    }
+                    if let Some(b) = &mut bf16 {
+                        let dst =
+                            b[row * conv.cols + col..row * conv.cols + col + N_TILE].as_mut_ptr();
+                        // SAFETY: 16 bfloat16 values (32 bytes) at `dst`, inside the slice.
+                        unsafe {
+                            _mm256_storeu_si256(
+                                dst.cast(),
+                                std::mem::transmute(_mm512_cvtneps_pbh(a)),
+                            )
+                        };
+                    }
+                }
+            }
+        }
+        r0 += 2 * M_TILE;
+    }
+    // SAFETY: returns the tile registers to their initial state (no more tile use until the
+    // next `ldtilecfg`).
+    unsafe { asm!("tilerelease", options(nostack, nomem)) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::padded_row;
+    use crate::kernels::tests::noise;
+    use xiangqi::env::PLANE_SIZE;
+
+    fn round(x: f32) -> f64 {
+        f64::from(half::bf16::from_bits(bf16(x)).to_f32())
+    }
+
+    /// The layer against its definition on bfloat16-rounded inputs and weights, in `f64`: only
+    /// the `f32` summation differs. Channel counts with partial tiles and several channel
+    /// blocks, batch sizes of 1 to 5 positions (partial steps), with and without the residual;
+    /// border rows and columns past the output channels stay as they were.
+    #[test]
+    fn the_amx_layer_computes_the_convolution_by_its_definition() {
+        if !available() {
+            eprintln!("skipped: this CPU has no AMX with bfloat16");
+            return;
+        }
+        for (cin, cout) in [(23, 24), (24, 24), (40, 17), (64, 64), (70, 48), (5, 33)] {
+            for n in [1, 2, 5] {
+                let weight = noise(cout * cin * 9, (cin * 100 + cout) as u32);
+                let bias = noise(cout, 5);
+                let conv = AmxConv::conv3x3(&weight, &bias, [cout, cin, 3, 3]);
+                let ins = conv.in_stride();
+                let rows = n * PAD_SIZE + SLACK_ROWS;
+                let values = noise(n * PLANE_SIZE * cin, n as u32);
+                let mut input = vec![0u16; rows * ins];
+                for i in 0..n {
+                    for sq in 0..PLANE_SIZE {
+                        for c in 0..cin {
+                            let v = values[(i * PLANE_SIZE + sq) * cin + c];
+                            input[padded_row(i, sq) * ins + c] = bf16(v);
+                        }
+                    }
+                }
+                let at = |row: usize, c: usize| {
+                    f64::from(half::bf16::from_bits(input[row * ins + c]).to_f32())
+                };
+                let fs = cout + 3;
+                let held = noise(n * PAD_SIZE * fs, 9);
+                for (residual, relu) in [(false, false), (false, true), (true, true)] {
+                    let mut f = held.clone();
+                    let mut b = vec![0x7fc0u16; n * PAD_SIZE * conv.out_stride()];
+                    let out =
+                        Outputs { bf16: Some(&mut b), f32: Some((&mut f, fs)), residual, relu };
+                    layer(&conv, &input, n, out, &mut Vec::new());
+                    for i in 0..n {
+                        for sq in 0..PLANE_SIZE {
+                            let row = padded_row(i, sq);
+                            for o in 0..cout {
+                                let mut want = f64::from(bias[o]);
+                                for t in 0..9 {
+                                    let r = row.wrapping_add_signed(conv.taps[t]);
+                                    for c in 0..cin {
+                                        want += at(r, c) * round(weight[(o * cin + c) * 9 + t]);
+                                    }
+                                }
+                                if residual {
+                                    want += f64::from(held[row * fs + o]);
+                                }
+                                if relu {
+                                    want = want.max(0.0);
+                                }
+                                let got = f64::from(f[row * fs + o]);
+                                assert!(
+                                    (got - want).abs() < 1e-4 * (1.0 + want.abs()),
+                                    "{cin} -> {cout}, {n} positions, point {sq} of {i}, channel {o} \
+                                     (residual {residual}, relu {relu}): {got} vs {want}"
+                                );
+                                let got_b = f64::from(
+                                    half::bf16::from_bits(b[row * conv.out_stride() + o]).to_f32(),
+                                );
+                                assert!(
+                                    (got_b - got).abs() <= got.abs() / 256.0,
+                                    "bfloat16 output {got_b} vs {got}"
+                                );
+                            }
+                            // Columns past `cout`: untouched in the f32 output, zero in the
+                            // bfloat16 one (the next layer's padding channels).
+                            for o in cout..fs {
+                                assert_eq!(f[row * fs + o], held[row * fs + o]);
+                            }
+                            for o in cout..conv.out_stride() {
+                                assert_eq!(b[row * conv.out_stride() + o], 0, "padding column {o}");
+                            }
+                        }
+                    }
+                    // Border rows are never written.
+                    for row in 0..n * PAD_SIZE {
+                        if !interior(row) {
+                            assert!(f[row * fs..(row + 1) * fs] == held[row * fs..(row + 1) * fs]);
+                            assert!(
+                                b[row * conv.out_stride()..(row + 1) * conv.out_stride()]
+                                    .iter()
+                                    .all(|&v| v == 0x7fc0)
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
