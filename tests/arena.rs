@@ -637,3 +637,39 @@ fn an_odd_game_count_is_played_with_a_warning_and_an_empty_row_has_no_score() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stderr(&o).contains("odd"), "{}", stderr(&o));
 }
+
+/// Whether the CPU reports Intel's AMX with bfloat16 (and AVX-512's bfloat16 conversions), by
+/// Linux's `/proc/cpuinfo`: an independent reading of what `--precision bf16` needs.
+fn cpu_has_amx() -> bool {
+    let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags: Vec<&str> = info
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    ["amx_tile", "amx_bf16", "avx512_bf16"].iter().all(|f| flags.contains(f))
+}
+
+/// `--precision bf16`: a network plays whole games on the bfloat16 kernel where the CPU has AMX,
+/// and in f32 with a warning where it has none; an unknown precision is refused by name.
+#[test]
+fn precision_bf16_plays_where_the_cpu_can_and_warns_where_it_cannot() {
+    let dir = scratch("precision");
+    let run = common::train_one_iteration(&common::config("tiny.toml"), &dir.join("run"));
+    let net = format!("net:{}", run.display());
+    let args = ["arena", "--a", &net, "--b", "greedy", "--games", "2", "--sims", "8"];
+    let mut with = args.to_vec();
+    with.extend(["--precision", "bf16"]);
+    let o = xqz(&with);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(row(&stdout(&o), "A total")[0], 2.0, "{}", stdout(&o));
+    let warned = stderr(&o).contains("--precision bf16 is not available");
+    assert_eq!(warned, !cpu_has_amx(), "{}", stderr(&o));
+
+    let mut bad = args.to_vec();
+    bad.extend(["--precision", "f16"]);
+    let o = xqz(&bad);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("unknown precision 'f16'"), "{}", stderr(&o));
+    let _ = fs::remove_dir_all(&dir);
+}

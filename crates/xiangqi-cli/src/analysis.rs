@@ -93,6 +93,11 @@ pub struct Args {
     /// The network's device: cpu, wgpu, wgpu:N or cuda:N.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// The CPU kernels' arithmetic: f32; bf16, the network's tower in bfloat16 on Intel's AMX
+    /// (about twice the positions per second; f32, with a warning, where the CPU has none); or
+    /// auto, bf16 where it can run and f32 elsewhere.
+    #[arg(long, default_value = "f32")]
+    precision: xiangqi_nn::Precision,
     /// Positions searched at once; their leaves share the network's batches.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     max_concurrent: u32,
@@ -298,7 +303,7 @@ impl<G: GameEnv> Lane<G> for Slot<G> {
 
 /// Runs the command.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let device = crate::net::device(&args.device)?;
+    let device = crate::net::NetDevice::open(&args.device, args.precision)?;
     let game = crate::net::game_of(&args.net)?;
     let (evaluator, record) = crate::net::load_for_play(&args.net, &device)?;
     let lines = read_lines();

@@ -142,6 +142,11 @@ pub struct Args {
     /// The networks' device: cpu, wgpu, wgpu:N or cuda:N.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// The CPU kernels' arithmetic: f32; bf16, the network's tower in bfloat16 on Intel's AMX
+    /// (about twice the positions per second; f32, with a warning, where the CPU has none); or
+    /// auto, bf16 where it can run and f32 elsewhere.
+    #[arg(long, default_value = "f32")]
+    precision: xiangqi_nn::Precision,
     /// Plies after which an undecided game is drawn.
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..))]
     max_plies: u32,
@@ -328,7 +333,7 @@ impl PlayerSpec {
     pub(crate) fn start<G: GameEnv>(
         &self,
         spec: &str,
-        device: &xiangqi_nn::Device,
+        device: &crate::net::NetDevice,
     ) -> anyhow::Result<Box<dyn Player<G>>> {
         match self {
             PlayerSpec::Local(p) => Ok(p.to_player(UniformEvaluator)?),
@@ -435,7 +440,7 @@ fn make_player(
     seed: u64,
 ) -> anyhow::Result<Box<dyn Player<Game>>> {
     parse_player(spec, options, Some(ranks), seed, PlayBudget::default())?
-        .start(spec, &xiangqi_nn::cpu_device())
+        .start(spec, &crate::net::NetDevice::cpu())
 }
 
 fn summary(stats: &MatchStats) -> String {
@@ -655,7 +660,7 @@ fn run_game<G: GameEnv>(
             G::SIDE_TAGS[1]
         );
     }
-    let device = crate::net::device(&args.device)?;
+    let device = crate::net::NetDevice::open(&args.device, args.precision)?;
     let movetime = args.movetime.map(Duration::from_millis);
     let simulations = args.sims.map(|s| s.max(1));
     let config = MatchConfig::<G> {

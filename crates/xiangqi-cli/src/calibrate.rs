@@ -95,6 +95,11 @@ pub struct Args {
     /// The network's device: cpu, wgpu, wgpu:N or cuda:N
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// The CPU kernels' arithmetic: f32; bf16, the network's tower in bfloat16 on Intel's AMX
+    /// (about twice the positions per second; f32, with a warning, where the CPU has none); or
+    /// auto, bf16 where it can run and f32 elsewhere.
+    #[arg(long, default_value = "f32")]
+    precision: xiangqi_nn::Precision,
     /// Measure and print, but leave the export as it is
     #[arg(long)]
     dry_run: bool,
@@ -259,7 +264,7 @@ fn run_game<G: GameEnv>(
     if openings.is_empty() {
         bail!("no opening left to play: the rules have ended the game in every one");
     }
-    let device = crate::net::device(&args.device)?;
+    let device = crate::net::NetDevice::open(&args.device, args.precision)?;
     let mut evaluator = AnyEvaluator::load_optional(Some(dir), &device)?;
     let record = evaluator.record();
     let full = args.simulations;

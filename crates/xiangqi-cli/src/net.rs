@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use xiangqi_nn::device::DeviceSpec;
-use xiangqi_nn::{Device, InferenceNet, NnError, NnEvaluator, checkpoint};
+use xiangqi_nn::{Device, InferenceNet, NnError, NnEvaluator, Precision, checkpoint};
 use xiangqi_search::{
     EvalBuffer, EvalRequest, Evaluator, GameEnv, GameKind, SearchConfig, StrengthTable,
     UniformEvaluator,
@@ -59,6 +59,30 @@ pub fn device(name: &str) -> anyhow::Result<Device> {
     Ok(device)
 }
 
+/// Where a command's networks run: the device (`--device`) and the arithmetic of the CPU
+/// kernels (`--precision`).
+#[derive(Clone, Debug)]
+pub struct NetDevice {
+    pub device: Device,
+    pub precision: Precision,
+}
+
+impl NetDevice {
+    /// [`device`]`(name)` with `precision`.
+    ///
+    /// # Errors
+    /// As [`device`].
+    pub fn open(name: &str, precision: Precision) -> anyhow::Result<NetDevice> {
+        Ok(NetDevice { device: device(name)?, precision })
+    }
+
+    /// The CPU in `f32`.
+    #[cfg(test)]
+    pub fn cpu() -> NetDevice {
+        NetDevice { device: xiangqi_nn::cpu_device(), precision: Precision::F32 }
+    }
+}
+
 /// The game a checkpoint, export or run directory's network plays (from its manifest).
 ///
 /// # Errors
@@ -84,7 +108,7 @@ pub fn recorded_search(path: &Path) -> anyhow::Result<Option<SearchConfig>> {
 
 /// Loads the network of a checkpoint, export or run directory ([`resolve`]) as an evaluator on
 /// `device`.
-pub fn load(path: &Path, device: &Device) -> anyhow::Result<NnEvaluator> {
+pub fn load(path: &Path, device: &NetDevice) -> anyhow::Result<NnEvaluator> {
     Ok(load_for_play(path, device)?.0)
 }
 
@@ -99,13 +123,29 @@ pub struct PlayRecord {
 
 /// [`load`], with what its manifest records for play: the `[search]` settings the network was
 /// trained with and its levels' measured strength, where recorded.
-pub fn load_for_play(path: &Path, device: &Device) -> anyhow::Result<(NnEvaluator, PlayRecord)> {
-    let device = device.clone();
+///
+/// A `--precision bf16` that this CPU or network cannot run computes in `f32`, with a warning.
+pub fn load_for_play(path: &Path, on: &NetDevice) -> anyhow::Result<(NnEvaluator, PlayRecord)> {
+    let device = on.device.clone();
     let path = &resolve(path)?;
     let (net, manifest) = checkpoint::load_net(path, None, &device)
         .with_context(|| format!("cannot load the network '{}'", path.display()))?;
     let net = InferenceNet::from_net(&net, &device)
-        .with_context(|| format!("cannot prepare the network '{}'", path.display()))?;
+        .with_context(|| format!("cannot prepare the network '{}'", path.display()))?
+        .with_precision(on.precision);
+    if on.precision == Precision::Bf16 && net.precision() != Precision::Bf16 {
+        errln!(
+            "warning: {}: --precision {} is not available ({}); the network computes in {}",
+            path.display(),
+            on.precision,
+            if Precision::bf16_available() {
+                "the bfloat16 kernel runs only towers without global pooling or squeeze-excitation"
+            } else {
+                "this CPU or operating system has no AMX with bfloat16"
+            },
+            net.precision()
+        );
+    }
     if let Some(reason) = &manifest.strength_error {
         errln!(
             "warning: {}: the table of measured levels is damaged and ignored ({reason}); \
@@ -128,7 +168,7 @@ pub enum AnyEvaluator {
 
 impl AnyEvaluator {
     /// The network at `path` on `device`, or the uniform evaluator if there is none.
-    pub fn load_optional(path: Option<&Path>, device: &Device) -> anyhow::Result<AnyEvaluator> {
+    pub fn load_optional(path: Option<&Path>, device: &NetDevice) -> anyhow::Result<AnyEvaluator> {
         Ok(match path {
             Some(p) => {
                 let (net, record) = load_for_play(p, device)?;

@@ -58,6 +58,11 @@ pub struct Args {
     /// The network's device: cpu, wgpu, wgpu:N or cuda:N.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// The CPU kernels' arithmetic: f32; bf16, the network's tower in bfloat16 on Intel's AMX
+    /// (about twice the positions per second; f32, with a warning, where the CPU has none); or
+    /// auto, bf16 where it can run and f32 elsewhere.
+    #[arg(long, default_value = "f32")]
+    precision: xiangqi_nn::Precision,
 }
 
 /// The number after which new shards are numbered: one past the highest `shard-NNNNNN.npz`.
@@ -144,7 +149,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     // The one check of the settings: the file's, with the command line's overrides.
     let config = crate::config::check(config, &config_path.display().to_string())?;
-    let device = crate::net::device(&args.device)?;
+    let device = crate::net::NetDevice::open(&args.device, args.precision)?;
     let evaluator =
         crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device).context("--net")?;
     evaluator.expect_game(config.game(), "--net")?;

@@ -56,6 +56,11 @@ pub struct Args {
     /// The network's device: cpu, wgpu, wgpu:N or cuda:N.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// The CPU kernels' arithmetic: f32; bf16, the network's tower in bfloat16 on Intel's AMX
+    /// (about twice the positions per second; f32, with a warning, where the CPU has none); or
+    /// auto, bf16 where it can run and f32 elsewhere.
+    #[arg(long, default_value = "f32")]
+    precision: xiangqi_nn::Precision,
     /// Write the positions, one per line: kind, FEN of the start, the moves to the position
     /// (UCI), the correct moves, and the player's answer. Written to `FILE.partial` as the
     /// answers come, and renamed to FILE when the last is in: a run that fails or is stopped
@@ -94,7 +99,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             bail!("--player: the network plays {game}; the tactical positions are xiangqi's");
         }
     }
-    let device = crate::net::device(&args.device)?;
+    let device = crate::net::NetDevice::open(&args.device, args.precision)?;
     let mut player = spec.start(&args.player, &device)?;
     let limit = MoveLimit {
         simulations: args.sims,

@@ -111,6 +111,11 @@ pub struct Args {
     /// The network's device: cpu, wgpu, wgpu:N or cuda:N.
     #[arg(long, default_value = "cpu")]
     device: String,
+    /// The CPU kernels' arithmetic: f32; bf16, the network's tower in bfloat16 on Intel's AMX
+    /// (about twice the positions per second; f32, with a warning, where the CPU has none); or
+    /// auto, bf16 where it can run and f32 elsewhere.
+    #[arg(long, default_value = "f32")]
+    precision: xiangqi_nn::Precision,
 }
 
 /// Engine options.

@@ -245,6 +245,34 @@ pub enum Precision {
     /// ([`InferenceNet::precision`] says which). The logits differ from `f32`'s by about 1% of
     /// the tower's activations (`crate::kernels`' AMX module).
     Bf16,
+    /// A request, never a net's precision: [`Precision::Bf16`] where it can run, else
+    /// [`Precision::F32`]. [`InferenceNet::with_precision`] treats it as `Bf16`; callers warn
+    /// about a `Bf16` that falls back, not about this.
+    Auto,
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+
+    /// `"f32"`, `"bf16"` or `"auto"`.
+    fn from_str(s: &str) -> Result<Precision, String> {
+        match s {
+            "f32" => Ok(Precision::F32),
+            "bf16" => Ok(Precision::Bf16),
+            "auto" => Ok(Precision::Auto),
+            _ => Err(format!("unknown precision '{s}': expected f32, bf16 or auto")),
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+            Precision::Auto => "auto",
+        })
+    }
 }
 
 impl Precision {
@@ -399,13 +427,14 @@ impl InferenceNet {
         self.precision
     }
 
-    /// Asks for `precision` on [`InferencePath::Kernels`]. [`Precision::Bf16`] takes effect
-    /// where this CPU has AMX and the tower has neither global pooling nor squeeze-excitation;
-    /// elsewhere the net stays [`Precision::F32`] (see [`InferenceNet::precision`]).
+    /// Asks for `precision` on [`InferencePath::Kernels`]. [`Precision::Bf16`] (or
+    /// [`Precision::Auto`]) takes effect where this CPU has AMX and the tower has neither global
+    /// pooling nor squeeze-excitation; elsewhere the net stays [`Precision::F32`] (see
+    /// [`InferenceNet::precision`]).
     #[must_use]
     pub fn with_precision(mut self, precision: Precision) -> InferenceNet {
         self.precision = match precision {
-            Precision::Bf16 if self.host.amx.is_some() => Precision::Bf16,
+            Precision::Bf16 | Precision::Auto if self.host.amx.is_some() => Precision::Bf16,
             _ => Precision::F32,
         };
         self

@@ -18,7 +18,7 @@ use super::*;
 /// # Errors
 /// A `--net` that cannot be loaded (with the reason), and I/O errors on standard input.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let device = crate::net::device(&args.device)?;
+    let device = crate::net::NetDevice::open(&args.device, args.precision)?;
     let mut game = match &args.net {
         Some(path) => crate::net::game_of(path)?,
         None => GameKind::Xiangqi,
@@ -95,7 +95,7 @@ fn variant_request(line: &str) -> Option<Result<GameKind, String>> {
 /// asked for it if a `NetPath` did.
 fn serve_as<G: GameEnv>(
     evaluator: crate::net::AnyEvaluator,
-    device: &xiangqi_nn::Device,
+    device: &crate::net::NetDevice,
     input: &mut impl BufRead,
     session: &mut Session,
 ) -> anyhow::Result<Option<(GameKind, Option<crate::net::AnyEvaluator>)>> {
@@ -204,7 +204,7 @@ enum NetSwitch {
 fn net_of_another_game<G: GameEnv>(
     engine: &Engine<crate::net::AnyEvaluator, G>,
     value: &str,
-    device: &xiangqi_nn::Device,
+    device: &crate::net::NetDevice,
 ) -> NetSwitch {
     let Some(path) = net_path_value(value).filter(|_| !engine.fixed_game) else {
         return NetSwitch::Stay;

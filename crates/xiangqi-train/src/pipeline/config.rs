@@ -24,11 +24,12 @@ pub struct LoopConfig {
     #[serde(skip_serializing_if = "is_false")]
     pub continuous_selfplay: bool,
     /// The CPU kernels' arithmetic for self-play and the arena's games: `"f32"` (the default;
-    /// the key is not written) or `"bf16"`, the input convolution and the residual tower in
+    /// the key is not written), `"bf16"`, the input convolution and the residual tower in
     /// bfloat16 on Intel's AMX (Xeon Sapphire Rapids and later), summed in `f32`
-    /// ([`xiangqi_nn::Precision::Bf16`]). Where the CPU has no AMX, or the tower has global
-    /// pooling or squeeze-excitation blocks, the run computes in `f32` and says so when it
-    /// starts. Training and the held-out losses are always `f32`.
+    /// ([`xiangqi_nn::Precision::Bf16`]), or `"auto"`, `bf16` where it can run and `f32`
+    /// elsewhere. Where `"bf16"` cannot run (a CPU without AMX, a tower with global pooling or
+    /// squeeze-excitation blocks) the run computes in `f32` and says so when it starts.
+    /// Training and the held-out losses are always `f32`.
     #[serde(skip_serializing_if = "is_f32")]
     pub precision: Precision,
     /// Samples trained per sample generated (each iteration takes
