@@ -1259,3 +1259,56 @@ fn cosine_run_falls_over_the_budget_and_warns_without_one() {
     let _ = fs::remove_file(budget);
     let _ = fs::remove_file(none);
 }
+
+/// Whether the CPU reports Intel's AMX with bfloat16 (and AVX-512's bfloat16 conversions), by
+/// Linux's `/proc/cpuinfo`: an independent reading of what `loop.precision = "bf16"` needs.
+fn cpu_has_amx() -> bool {
+    let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags: Vec<&str> = info
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    ["amx_tile", "amx_bf16", "avx512_bf16"].iter().all(|f| flags.contains(f))
+}
+
+/// `loop.precision`: `"bf16"` trains an iteration (with its arena) where the CPU has AMX, and
+/// says why it computes in f32 where it cannot (no AMX, or a squeeze-excitation tower); `"auto"`
+/// never warns; the key is written to the run's config.toml.
+#[test]
+fn loop_precision_runs_bf16_where_it_can_and_says_why_where_it_cannot() {
+    let text = fs::read_to_string(tiny()).unwrap();
+    let dir = run_dir("precision");
+    fs::create_dir_all(&dir).unwrap();
+    let amx = cpu_has_amx();
+    let cases = [
+        ("bf16", "", if amx { None } else { Some("has no AMX") }),
+        (
+            "bf16",
+            "global = \"squeeze_excitation\"\nglobal_channels = 4\nglobal_every = 1\n",
+            Some(if amx { "global pooling or squeeze-excitation" } else { "has no AMX" }),
+        ),
+        ("auto", "", None),
+    ];
+    for (k, (precision, network, warning)) in cases.iter().enumerate() {
+        let config = text
+            .replace("[loop]\n", &format!("[loop]\nprecision = \"{precision}\"\n"))
+            .replace("[network]\n", &format!("[network]\n{network}"));
+        let file = dir.join(format!("config-{k}.toml"));
+        fs::write(&file, config).unwrap();
+        let run = dir.join(format!("run-{k}"));
+        let o = train(&run, &["--config", file.to_str().unwrap(), "--iterations", "2"]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{precision} {network}: {err}");
+        match warning {
+            Some(w) => {
+                assert!(err.contains(w) && err.contains("self-play computes in f32"), "{err}")
+            }
+            None => assert!(!err.contains("self-play computes in f32"), "{err}"),
+        }
+        let written = fs::read_to_string(run.join("config.toml")).unwrap();
+        assert!(written.contains(&format!("precision = \"{precision}\"")), "{written}");
+        assert!(checkpoints(&run).contains(&"ckpt-000002".to_string()), "{err}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
