@@ -1,0 +1,8 @@
+#!/bin/sh
+# Pairs of one-thread runs, both arms of a seed at once, for the same wall time
+# (loop.max_hours = 0.25 in every config of cfg/); seed 2 after seed 1. cfg/base-s*.toml is
+# configs/cpu.toml with the in-run arena off and the time limit; cfg/bf16-s*.toml the
+# same with loop.precision = "bf16" (self-play's tower in bfloat16 on AMX). The commands are
+# ../ab/run_ab.sh's.
+D=$(cd $(dirname $0) && pwd)
+ARM=bf16 CFG=$D/cfg X=${X:-/tmp/bf16/xqz} A=${A:-/tmp/bf16} exec $D/../ab/run_ab.sh
