@@ -638,18 +638,6 @@ fn an_odd_game_count_is_played_with_a_warning_and_an_empty_row_has_no_score() {
     assert!(!stderr(&o).contains("odd"), "{}", stderr(&o));
 }
 
-/// Whether the CPU reports Intel's AMX with bfloat16 (and AVX-512's bfloat16 conversions), by
-/// Linux's `/proc/cpuinfo`: an independent reading of what `--precision bf16` needs.
-fn cpu_has_amx() -> bool {
-    let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags: Vec<&str> = info
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .map(|l| l.split_whitespace().collect())
-        .unwrap_or_default();
-    ["amx_tile", "amx_bf16", "avx512_bf16"].iter().all(|f| flags.contains(f))
-}
-
 /// `--precision bf16`: a network plays whole games on the bfloat16 kernel where the CPU has AMX,
 /// and in f32 with a warning where it has none; an unknown precision is refused by name.
 #[test]
@@ -664,7 +652,7 @@ fn precision_bf16_plays_where_the_cpu_can_and_warns_where_it_cannot() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(row(&stdout(&o), "A total")[0], 2.0, "{}", stdout(&o));
     let warned = stderr(&o).contains("--precision bf16 is not available");
-    assert_eq!(warned, !cpu_has_amx(), "{}", stderr(&o));
+    assert_eq!(warned, !common::cpu_has_amx(), "{}", stderr(&o));
 
     let mut bad = args.to_vec();
     bad.extend(["--precision", "f16"]);

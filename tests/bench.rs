@@ -5,6 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
 fn xqz() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xqz"))
 }
@@ -42,10 +44,7 @@ fn bench_measures_both_paths_and_exports_only_where_an_export_may_go() {
     }
     assert!(stdout.contains("training   batch"), "{stdout}");
     // The bfloat16 line where the CPU has AMX (by Linux's /proc/cpuinfo), and only there.
-    let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let amx = ["amx_tile", "amx_bf16", "avx512_bf16"].iter().all(|f| {
-        info.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == *f))
-    });
+    let amx = common::cpu_has_amx();
     assert_eq!(stdout.contains("inference (bf16)    64:"), amx, "{stdout}");
     for file in ["manifest.toml", "model.bpk", "model.safetensors", "model.json"] {
         assert!(export.join(file).is_file(), "the export has no {file}");

@@ -110,3 +110,17 @@ fn zero_games_is_refused_and_writes_nothing() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--games 0"));
     assert!(!out.exists(), "an output directory was made");
 }
+
+/// A worker (`--store`) plays in its run's `loop.precision`: `--precision` beside `--store` is
+/// refused, not silently ignored.
+#[test]
+fn precision_beside_store_is_refused() {
+    let dir = scratch("precision-store");
+    let store = dir.join("store");
+    let o = xqz(&["selfplay", "--store", store.to_str().unwrap(), "--precision", "bf16"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--precision") && err.contains("--store"), "{err}");
+    assert!(!store.exists(), "nothing was created");
+    let _ = fs::remove_dir_all(&dir);
+}

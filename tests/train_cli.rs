@@ -6,6 +6,8 @@ use std::process::{Command, Output, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn xqz() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xqz"))
 }
@@ -1260,18 +1262,6 @@ fn cosine_run_falls_over_the_budget_and_warns_without_one() {
     let _ = fs::remove_file(none);
 }
 
-/// Whether the CPU reports Intel's AMX with bfloat16 (and AVX-512's bfloat16 conversions), by
-/// Linux's `/proc/cpuinfo`: an independent reading of what `loop.precision = "bf16"` needs.
-fn cpu_has_amx() -> bool {
-    let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags: Vec<&str> = info
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .map(|l| l.split_whitespace().collect())
-        .unwrap_or_default();
-    ["amx_tile", "amx_bf16", "avx512_bf16"].iter().all(|f| flags.contains(f))
-}
-
 /// `loop.precision`: `"bf16"` trains an iteration (with its arena) where the CPU has AMX, and
 /// says why it computes in f32 where it cannot (no AMX, or a squeeze-excitation tower); `"auto"`
 /// never warns; the key is written to the run's config.toml.
@@ -1280,7 +1270,7 @@ fn loop_precision_runs_bf16_where_it_can_and_says_why_where_it_cannot() {
     let text = fs::read_to_string(tiny()).unwrap();
     let dir = run_dir("precision");
     fs::create_dir_all(&dir).unwrap();
-    let amx = cpu_has_amx();
+    let amx = common::cpu_has_amx();
     let cases = [
         ("bf16", "", if amx { None } else { Some("has no AMX") }),
         (

@@ -55,3 +55,16 @@ pub fn fairy_stockfish() -> Option<String> {
         }
     }
 }
+
+/// Whether the CPU reports Intel's AMX with bfloat16 (and AVX-512's bfloat16 conversions), by
+/// Linux's `/proc/cpuinfo` (false elsewhere): an independent reading of what bfloat16 inference
+/// (`--precision bf16`, `loop.precision = "bf16"`) needs.
+pub fn cpu_has_amx() -> bool {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags: Vec<&str> = info
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    ["amx_tile", "amx_bf16", "avx512_bf16"].iter().all(|f| flags.contains(f))
+}

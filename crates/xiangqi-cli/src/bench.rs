@@ -128,8 +128,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let burn = folded.clone().with_path(InferencePath::Backend);
     // The bfloat16 tower on AMX, where this CPU has it.
     let bf16 = folded.clone().with_precision(Precision::Bf16);
-    let bf16 = (folded.path() == InferencePath::Kernels && bf16.precision() == Precision::Bf16)
-        .then_some(bf16);
+    let bf16 = (bf16.precision() == Precision::Bf16).then_some(bf16);
+    if Precision::bf16_available()
+        && let Some(reason) = folded.bf16_unavailable()
+    {
+        outln!("inference (bf16): not measured: {reason}");
+    }
     for &batch in &args.batches {
         let batch = batch as usize;
         let planes = positions(batch);

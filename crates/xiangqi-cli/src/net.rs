@@ -133,17 +133,12 @@ pub fn load_for_play(path: &Path, on: &NetDevice) -> anyhow::Result<(NnEvaluator
     let net = InferenceNet::from_net(&net, &device)
         .with_context(|| format!("cannot prepare the network '{}'", path.display()))?
         .with_precision(on.precision);
-    if on.precision == Precision::Bf16 && net.precision() != Precision::Bf16 {
+    if on.precision == Precision::Bf16
+        && let Some(reason) = net.bf16_unavailable()
+    {
         errln!(
-            "warning: {}: --precision {} is not available ({}); the network computes in {}",
+            "warning: {}: --precision bf16 is not available ({reason}); the network computes in f32",
             path.display(),
-            on.precision,
-            if Precision::bf16_available() {
-                "the bfloat16 kernel runs only towers without global pooling or squeeze-excitation"
-            } else {
-                "this CPU or operating system has no AMX with bfloat16"
-            },
-            net.precision()
         );
     }
     if let Some(reason) = &manifest.strength_error {

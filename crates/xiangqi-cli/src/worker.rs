@@ -196,7 +196,19 @@ fn load_generation(
     manifest
         .expect_game(&dir, config.game())
         .with_context(|| format!("generation {generation} of {}", store.location()))?;
-    let net = InferenceNet::from_net(&net, device)?.with_precision(config.run().precision);
+    let precision = config.run().precision;
+    let net = InferenceNet::from_net(&net, device)?.with_precision(precision);
+    // Said once per worker, as the trainer says it once per run.
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if precision == xiangqi_nn::Precision::Bf16
+        && let Some(reason) = net.bf16_unavailable()
+        && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        errln!(
+            "warning: the run's loop.precision = \"bf16\" is not available here ({reason}); \
+             this worker computes in f32"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Loaded { generation, config, evaluator: NnEvaluator::new(net) })
 }

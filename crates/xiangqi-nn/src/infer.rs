@@ -425,7 +425,26 @@ impl InferenceNet {
     /// The arithmetic [`InferencePath::Kernels`] uses: [`Precision::F32`] unless
     /// [`InferenceNet::with_precision`] asked for bfloat16 and this CPU and net can run it.
     pub fn precision(&self) -> Precision {
-        self.precision
+        match self.path {
+            InferencePath::Kernels => self.precision,
+            InferencePath::Backend => Precision::F32,
+        }
+    }
+
+    /// Why [`Precision::Bf16`] does not run on this net, or `None` where it does (or would,
+    /// if asked).
+    pub fn bf16_unavailable(&self) -> Option<&'static str> {
+        if self.path != InferencePath::Kernels {
+            Some("bfloat16 runs only on the CPU device's kernels")
+        } else if !Precision::bf16_available() {
+            Some("this CPU (or operating system) has no AMX with bfloat16")
+        } else if self.host.amx.is_none() {
+            Some(
+                "the bfloat16 kernel runs only towers without global pooling or squeeze-excitation",
+            )
+        } else {
+            None
+        }
     }
 
     /// Asks for `precision` on [`InferencePath::Kernels`]. [`Precision::Bf16`] (or

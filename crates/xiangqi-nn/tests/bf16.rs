@@ -93,6 +93,7 @@ fn bf16_outputs_follow_the_f32_kernels() {
             let f32_net = trained(config, encoding, 10 + k as u64);
             let bf16_net = f32_net.clone().with_precision(Precision::Bf16);
             assert_eq!(bf16_net.precision(), Precision::Bf16);
+            assert_eq!(f32_net.bf16_unavailable(), None);
             assert_eq!(f32_net.precision(), Precision::F32);
             let auto = f32_net.clone().with_precision(Precision::Auto);
             assert_eq!(auto.precision(), Precision::Bf16, "auto runs bf16 where it can");
@@ -177,6 +178,9 @@ fn bf16_falls_back_to_f32_where_it_cannot_run() {
         assert_eq!(asked.precision(), Precision::F32, "{config:?}");
         let auto = net.clone().with_precision(Precision::Auto);
         assert_eq!(auto.precision(), Precision::F32, "{config:?}");
+        let why = net.bf16_unavailable().expect("a reason");
+        let expected = if Precision::bf16_available() { "global pooling" } else { "no AMX" };
+        assert!(why.contains(expected), "{config:?}: {why}");
         let x = planes(&encoding, 10, 2);
         assert_eq!(asked.predict(x.clone()).unwrap(), net.predict(x).unwrap());
     }

@@ -117,7 +117,12 @@ fn the_forward_pass_agrees_with_the_cpu() {
     assert!(max_abs_diff(&wa, &wb) < 1e-3, "wdl: {}", max_abs_diff(&wa, &wb));
     // The folded inference net (what self-play evaluates with), on each device.
     let fa = InferenceNet::from_net(&net, &cpu).unwrap().predict(x.clone()).unwrap();
-    let fb = InferenceNet::from_net(&net, &gpu).unwrap().predict(x).unwrap();
+    let on_gpu = InferenceNet::from_net(&net, &gpu).unwrap();
+    // bfloat16 is the CPU kernels' arithmetic: a GPU net asked for it stays f32 and says why.
+    let asked = on_gpu.clone().with_precision(xiangqi_nn::Precision::Bf16);
+    assert_eq!(asked.precision(), xiangqi_nn::Precision::F32);
+    assert!(asked.bf16_unavailable().is_some_and(|r| r.contains("CPU device")));
+    let fb = on_gpu.predict(x).unwrap();
     assert!(max_abs_diff(&fa.policy, &fb.policy) < 1e-3);
     assert!(max_abs_diff(&fa.wdl, &fb.wdl) < 1e-3);
     assert!(max_abs_diff(&fa.policy, &pa) < 1e-3, "folding changed the policy");

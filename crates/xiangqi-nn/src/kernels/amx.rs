@@ -29,8 +29,9 @@
 
 use std::arch::asm;
 use std::arch::x86_64::{
-    __cpuid_count, __m512, _mm256_storeu_si256, _mm512_add_ps, _mm512_cvtneps_pbh, _mm512_loadu_ps,
-    _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_setzero_ps,
+    __cpuid_count, __m256bh, __m256i, __m512, _mm256_storeu_si256, _mm512_add_ps,
+    _mm512_cvtneps_pbh, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps,
+    _mm512_max_ps, _mm512_setzero_ps,
 };
 use std::sync::OnceLock;
 
@@ -335,7 +336,7 @@ unsafe fn layer_amx(conv: &AmxConv, input: &[u16], n: usize, out: Outputs<'_>, s
                         unsafe {
                             _mm256_storeu_si256(
                                 dst.cast(),
-                                std::mem::transmute(_mm512_cvtneps_pbh(a)),
+                                std::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(a)),
                             )
                         };
                     }

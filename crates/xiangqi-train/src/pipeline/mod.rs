@@ -539,15 +539,12 @@ impl TrainingRun {
             observer.warning(&w);
         }
         let precision = self.config.run().precision;
-        if precision == Precision::Bf16 && self.play_net()?.precision() != precision {
-            observer.warning(if Precision::bf16_available() {
-                "loop.precision = \"bf16\": this network's tower has global pooling or \
-                 squeeze-excitation blocks, which the bfloat16 kernel does not run; self-play \
-                 computes in f32"
-            } else {
-                "loop.precision = \"bf16\": this CPU (or operating system) has no AMX with \
-                 bfloat16; self-play computes in f32"
-            });
+        if precision == Precision::Bf16
+            && let Some(reason) = self.play_net()?.bf16_unavailable()
+        {
+            observer.warning(&format!(
+                "loop.precision = \"bf16\" is not available ({reason}); self-play computes in f32"
+            ));
         }
         // An arena cut short by a stop or a kill after its iteration's checkpoint: play it now.
         let every = self.config.run().arena_every;
