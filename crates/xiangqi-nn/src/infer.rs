@@ -454,7 +454,9 @@ impl InferenceNet {
     #[must_use]
     pub fn with_precision(mut self, precision: Precision) -> InferenceNet {
         self.precision = match precision {
-            Precision::Bf16 | Precision::Auto if self.host.amx.is_some() => Precision::Bf16,
+            Precision::Bf16 | Precision::Auto if self.bf16_unavailable().is_none() => {
+                Precision::Bf16
+            }
             _ => Precision::F32,
         };
         self
