@@ -43,9 +43,11 @@ fn bench_measures_both_paths_and_exports_only_where_an_export_may_go() {
         }
     }
     assert!(stdout.contains("training   batch"), "{stdout}");
-    // The bfloat16 line where the CPU has AMX (by Linux's /proc/cpuinfo), and only there.
+    // The bfloat16 lines where the CPU has AMX (by Linux's /proc/cpuinfo), and only there.
     let amx = common::cpu_has_amx();
     assert_eq!(stdout.contains("inference (bf16)    64:"), amx, "{stdout}");
+    assert_eq!(stdout.contains("training  (bf16)"), amx, "{stdout}");
+    assert!(!stdout.contains("not measured"), "{stdout}");
     for file in ["manifest.toml", "model.bpk", "model.safetensors", "model.json"] {
         assert!(export.join(file).is_file(), "the export has no {file}");
     }

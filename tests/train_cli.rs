@@ -1302,3 +1302,37 @@ fn loop_precision_runs_bf16_where_it_can_and_says_why_where_it_cannot() {
     }
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// `training.precision`: bfloat16 training runs where the CPU has AMX and says why not
+/// elsewhere; `auto` never warns; the key is kept in the run's `config.toml` and the run
+/// resumes with it.
+#[test]
+fn training_precision_runs_bf16_where_it_can_and_says_why_where_it_cannot() {
+    let text = fs::read_to_string(tiny()).unwrap();
+    let dir = run_dir("training-precision");
+    fs::create_dir_all(&dir).unwrap();
+    let amx = common::cpu_has_amx();
+    for (k, precision) in ["bf16", "auto"].iter().enumerate() {
+        let config =
+            text.replace("[training]\n", &format!("[training]\nprecision = \"{precision}\"\n"));
+        assert_ne!(config, text, "tiny.toml has a [training] section");
+        let file = dir.join(format!("config-{k}.toml"));
+        fs::write(&file, config).unwrap();
+        let run = dir.join(format!("run-{k}"));
+        let o = train(&run, &["--config", file.to_str().unwrap(), "--iterations", "2"]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{precision}: {err}");
+        let warned = err.contains("training computes in f32");
+        assert_eq!(warned, *precision == "bf16" && !amx, "{precision}: {err}");
+        if warned {
+            assert!(err.contains("has no AMX"), "{err}");
+        }
+        let written = fs::read_to_string(run.join("config.toml")).unwrap();
+        let training = &written[written.find("[training]").expect("a [training] section")..];
+        assert!(training.contains(&format!("precision = \"{precision}\"")), "{written}");
+        let o = train(&run, &["--resume", "--iterations", "1"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(checkpoints(&run).contains(&"ckpt-000003".to_string()), "{}", stderr(&o));
+    }
+    let _ = fs::remove_dir_all(&dir);
+}

@@ -2,7 +2,8 @@
 //! 64, 256 and 1024 or the batches `--batches` names (the folded net self-play evaluates with,
 //! planes in and logits out), and training samples per second at the config's batch size. On
 //! the CPU the inference lines are the CPU kernels self-play uses, with burn's operations on the
-//! same net beside them (`inference (burn)`) for comparison. The net has the shapes of the
+//! same net beside them (`inference (burn)`) for comparison; on a CPU with AMX also the bfloat16
+//! tower (`inference (bf16)`) and bfloat16 training (`training  (bf16)`). The net has the shapes of the
 //! config's game (`selfplay.game`), its inputs that game's positions.
 
 use std::path::PathBuf;
@@ -164,8 +165,27 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         policy[(i * 37 + 11) % policy_size] = 1.0;
         batch.push(p, &policy, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][i % 3], true);
     }
-    let mut trainer = Trainer::for_encoding(c, encoding, config.training(), &device, 1)?;
-    let r = rate(args.seconds, n, || trainer.step(&batch).map(|_| ()).map_err(Into::into))?;
+    // In f32 whatever the config's `training.precision`, and in bfloat16 beside it where this
+    // CPU has AMX.
+    let trainer = |precision| {
+        let mut training = config.training().get().clone();
+        training.precision = precision;
+        Trainer::for_encoding(c, encoding, &training, &device, 1)
+    };
+    let mut f32_trainer = trainer(Precision::F32)?;
+    let r = rate(args.seconds, n, || f32_trainer.step(&batch).map(|_| ()).map_err(Into::into))?;
     outln!("training   batch {n:>5}: {r:>10.0} samples/s");
+    if Precision::bf16_available() {
+        let mut bf16_trainer = trainer(Precision::Bf16)?;
+        match bf16_trainer.bf16_unavailable() {
+            Some(reason) => outln!("training  (bf16): not measured: {reason}"),
+            None => {
+                let r = rate(args.seconds, n, || {
+                    bf16_trainer.step(&batch).map(|_| ()).map_err(Into::into)
+                })?;
+                outln!("training  (bf16) {n:>5}: {r:>10.0} samples/s");
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

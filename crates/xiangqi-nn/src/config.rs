@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 pub use xiangqi_search::ConfigError;
 use xiangqi_search::Validate;
 
+use crate::Precision;
+
 fn check(ok: bool, key: &'static str, reason: impl fmt::Display) -> Result<(), ConfigError> {
     if ok { Ok(()) } else { Err(ConfigError { key, reason: reason.to_string() }) }
 }
@@ -343,6 +345,13 @@ pub struct TrainConfig {
     /// batch 256 on 2 cores); on a GPU set 0. The result does not depend on the number of
     /// threads.
     pub micro_batch: usize,
+    /// The arithmetic of the tower's 3 × 3 convolutions in training, forward and both
+    /// gradients: `"f32"`, or `"bf16"` (bfloat16 products summed in `f32`, the mixed precision
+    /// of Micikevicius et al. 2018 and Kalamkar et al. 2019) where training runs on the CPU
+    /// device of a CPU with Intel's AMX, `"f32"` elsewhere; `"auto"` is the same as `"bf16"`.
+    /// The weights, the optimizer's state, batch normalisation, the heads and the losses stay
+    /// `f32`.
+    pub precision: Precision,
 }
 
 impl Default for TrainConfig {
@@ -371,6 +380,7 @@ impl Default for TrainConfig {
             short_term_value_weight: 0.5,
             soft_policy_weight: 8.0,
             micro_batch: 64,
+            precision: Precision::F32,
         }
     }
 }

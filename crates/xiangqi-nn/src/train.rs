@@ -49,8 +49,9 @@ use xiangqi_search::{Encoding, GameEnv};
 pub use crate::batch::{AuxiliaryTargets, TrainBatch};
 use crate::config::{ConfigError, NetConfig, OptimizerKind, TrainConfig};
 use crate::error::NnError;
-use crate::infer::{InferenceNet, to_vec};
+use crate::infer::{InferenceNet, Precision, to_vec};
 use crate::model::{Net, WDL};
+use crate::train_ops::{bf16_convolutions, with_bf16_convolutions};
 
 /// δ of the moves-left head's Huber loss, in the head's units (0.1 = 10 plies): errors beyond it
 /// count linearly, so that the long games' large errors do not dominate.
@@ -486,6 +487,30 @@ impl Trainer {
         &self.device
     }
 
+    /// The arithmetic of the tower's convolutions in [`Trainer::step`]: [`Precision::Bf16`]
+    /// where `training.precision` asks for it (`"bf16"` or `"auto"`) and it can run, else
+    /// [`Precision::F32`].
+    pub fn precision(&self) -> Precision {
+        match self.config.precision {
+            Precision::Bf16 | Precision::Auto if self.bf16_unavailable().is_none() => {
+                Precision::Bf16
+            }
+            _ => Precision::F32,
+        }
+    }
+
+    /// Why bfloat16 training cannot run here, or `None` where it can: it needs the CPU device
+    /// and a CPU with AMX ([`Precision::bf16_available`]).
+    pub fn bf16_unavailable(&self) -> Option<&'static str> {
+        if self.device.clone().inner() != Device::flex() {
+            Some("bfloat16 training runs only on the CPU device")
+        } else if !Precision::bf16_available() {
+            Some("this CPU (or operating system) has no AMX with bfloat16")
+        } else {
+            None
+        }
+    }
+
     /// Optimizer steps taken so far.
     pub fn step_count(&self) -> u64 {
         self.step
@@ -582,11 +607,14 @@ impl Trainer {
 
         let net = self.net.take().expect("the trainer always holds its network between steps");
         let heads = Heads::of(&net);
-        let (mut grads, sums) = if micro >= n {
-            pass(&net, inputs.part(batch, 0, n, mask_illegal, heads), scales, dev)
-        } else {
-            micro_batch_passes(&net, batch, &inputs, micro, mask_illegal, scales, dev)
-        };
+        let bf16 = self.precision() == Precision::Bf16;
+        let (mut grads, sums) = with_bf16_convolutions(bf16, || {
+            if micro >= n {
+                pass(&net, inputs.part(batch, 0, n, mask_illegal, heads), scales, dev)
+            } else {
+                micro_batch_passes(&net, batch, &inputs, micro, mask_illegal, scales, dev)
+            }
+        });
 
         let report = step_report(&net, &grads, sums, n, full_searches, aux_counts, &inner);
         let r = match to_vec(report) {
@@ -761,6 +789,8 @@ fn micro_batch_passes(
 ) -> (GradientsParams, Sums) {
     let n = batch.len();
     let heads = Heads::of(net);
+    // The rayon threads run the passes in the caller's precision.
+    let bf16 = bf16_convolutions();
     // Each micro-batch on its own copy of the network (same parameter ids, its own
     // autodiff graph and batch-norm running state), in parallel.
     let parts: Vec<(Net, Part)> = (0..n)
@@ -773,7 +803,7 @@ fn micro_batch_passes(
     let results: Vec<(Net, GradientsParams, Sums)> = parts
         .into_par_iter()
         .map(|(copy, part)| {
-            let (g, s) = pass(&copy, part, scales, dev);
+            let (g, s) = with_bf16_convolutions(bf16, || pass(&copy, part, scales, dev));
             (copy, g, s)
         })
         .collect();

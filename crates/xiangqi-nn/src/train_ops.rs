@@ -19,6 +19,8 @@
 //! the rounding of another summation order: the tests compare values and every gradient with
 //! burn's within 1e-4.
 
+use std::cell::Cell;
+
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
@@ -44,8 +46,14 @@ fn same() -> ConvOptions<2> {
 /// module documentation). The default bodies are burn's operations.
 #[backend_extension(Flex, Autodiff, Cube: cfg(any(feature = "wgpu", feature = "cuda")))]
 pub trait BoardOps: Backend {
-    /// `[B, in, H, W]` × `[out, in, 3, 3]` → `[B, out, H, W]`.
-    fn board_conv3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
+    /// `[B, in, H, W]` × `[out, in, 3, 3]` → `[B, out, H, W]`; with `bf16`, in bfloat16 with
+    /// `f32` sums where the backend can (the CPU kernels on AMX).
+    fn board_conv3x3(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bf16: bool,
+    ) -> FloatTensor<Self> {
+        let _ = bf16;
         Self::conv2d(x, weight, None, same())
     }
 
@@ -54,7 +62,9 @@ pub trait BoardOps: Backend {
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
         grad: FloatTensor<Self>,
+        bf16: bool,
     ) -> FloatTensor<Self> {
+        let _ = bf16;
         Self::conv2d_x_backward(x, weight, grad, same())
     }
 
@@ -63,7 +73,9 @@ pub trait BoardOps: Backend {
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
         grad: FloatTensor<Self>,
+        bf16: bool,
     ) -> FloatTensor<Self> {
+        let _ = bf16;
         Self::conv2d_weight_backward(x, weight, grad, same())
     }
 
@@ -148,22 +160,27 @@ fn flex1(data: Vec<f32>) -> FlexTensor {
 }
 
 impl BoardOps for Flex {
-    fn board_conv3x3(x: FlexTensor, weight: FlexTensor) -> FlexTensor {
+    fn board_conv3x3(x: FlexTensor, weight: FlexTensor, bf16: bool) -> FlexTensor {
         if let (Some((xs, xd)), Some((ws, wd))) = (host(&x), host(&weight))
             && on_board(xd, wd)
         {
-            let y = kernels::board_conv3x3(&xs, &ws, xd[1], wd[0]);
+            let y = kernels::board_conv3x3(&xs, &ws, xd[1], wd[0], bf16);
             return flex(y, [xd[0], wd[0], xd[2], xd[3]]);
         }
         Self::conv2d(x, weight, None, same())
     }
 
-    fn board_conv3x3_x_backward(x: FlexTensor, weight: FlexTensor, grad: FlexTensor) -> FlexTensor {
+    fn board_conv3x3_x_backward(
+        x: FlexTensor,
+        weight: FlexTensor,
+        grad: FlexTensor,
+        bf16: bool,
+    ) -> FlexTensor {
         if let (Some(xd), Some((ws, wd)), Some((gs, gd))) = (dims4(&x), host(&weight), host(&grad))
             && on_board(xd, wd)
             && gd == [xd[0], wd[0], xd[2], xd[3]]
         {
-            let dx = kernels::board_conv3x3_input_grad(&gs, &ws, wd[1], wd[0]);
+            let dx = kernels::board_conv3x3_input_grad(&gs, &ws, wd[1], wd[0], bf16);
             return flex(dx, xd);
         }
         Self::conv2d_x_backward(x, weight, grad, same())
@@ -173,12 +190,13 @@ impl BoardOps for Flex {
         x: FlexTensor,
         weight: FlexTensor,
         grad: FlexTensor,
+        bf16: bool,
     ) -> FlexTensor {
         if let (Some((xs, xd)), Some(wd), Some((gs, gd))) = (host(&x), dims4(&weight), host(&grad))
             && on_board(xd, wd)
             && gd == [xd[0], wd[0], xd[2], xd[3]]
         {
-            let dw = kernels::board_conv3x3_weight_grad(&xs, &gs, wd[1], wd[0]);
+            let dw = kernels::board_conv3x3_weight_grad(&xs, &gs, wd[1], wd[0], bf16);
             return flex(dw, wd);
         }
         Self::conv2d_weight_backward(x, weight, grad, same())
@@ -224,9 +242,12 @@ impl BoardOps for Flex {
     }
 }
 
-/// The backward step of [`BoardOps::board_conv3x3`] under autodiff.
+/// The backward step of [`BoardOps::board_conv3x3`] under autodiff, in the forward pass's
+/// precision.
 #[derive(Debug)]
-struct BoardConvBackward;
+struct BoardConvBackward {
+    bf16: bool,
+}
 
 impl<B: Backend + BoardOps> Backward<B, 2> for BoardConvBackward {
     type State = (NodeId, NodeId);
@@ -243,27 +264,33 @@ impl<B: Backend + BoardOps> Backward<B, 2> for BoardConvBackward {
         let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_state);
         let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_state);
         if let Some(node) = node_x {
-            let dx = B::board_conv3x3_x_backward(x.clone(), weight.clone(), grad.clone());
+            let dx =
+                B::board_conv3x3_x_backward(x.clone(), weight.clone(), grad.clone(), self.bf16);
             grads.register::<B>(node.id, dx);
         }
         if let Some(node) = node_weight {
-            let dw = B::board_conv3x3_weight_backward(x, weight, grad);
+            let dw = B::board_conv3x3_weight_backward(x, weight, grad, self.bf16);
             grads.register::<B>(node.id, dw);
         }
     }
 }
 
 impl<B: Backend + BoardOps, C: CheckpointStrategy> BoardOps for Autodiff<B, C> {
-    fn board_conv3x3(x: FloatTensor<Self>, weight: FloatTensor<Self>) -> FloatTensor<Self> {
-        match BoardConvBackward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
+    fn board_conv3x3(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bf16: bool,
+    ) -> FloatTensor<Self> {
+        let backward = BoardConvBackward { bf16 };
+        match backward.prepare::<C>([x.node(), weight.node()]).compute_bound().stateful() {
             OpsKind::Tracked(mut prep) => {
                 let x_state = prep.checkpoint(&x);
                 let weight_state = prep.checkpoint(&weight);
-                let y = B::board_conv3x3(x.into_primitive(), weight.into_primitive());
+                let y = B::board_conv3x3(x.into_primitive(), weight.into_primitive(), bf16);
                 prep.finish((x_state, weight_state), y)
             }
             OpsKind::UnTracked(prep) => {
-                prep.finish(B::board_conv3x3(x.into_primitive(), weight.into_primitive()))
+                prep.finish(B::board_conv3x3(x.into_primitive(), weight.into_primitive(), bf16))
             }
         }
     }
@@ -352,8 +379,35 @@ impl<B: Backend + BoardOps> Backward<B, 3> for BatchNormBackward {
     }
 }
 
+thread_local! {
+    /// Whether this thread's tower convolutions run in bfloat16 ([`with_bf16_convolutions`]).
+    static BF16: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with the tower's 3 × 3 convolutions ([`board_conv3x3`]) in bfloat16 with `f32`
+/// sums where `on` and the backend can (burn's CPU backend on a CPU with AMX), on this thread;
+/// each convolution's backward step runs in the precision its forward pass had, on whichever
+/// thread runs it. The training step sets it for `training.precision`.
+pub fn with_bf16_convolutions<R>(on: bool, f: impl FnOnce() -> R) -> R {
+    /// Restores the previous setting, also when `f` panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BF16.set(self.0);
+        }
+    }
+    let _restore = Restore(BF16.replace(on));
+    f()
+}
+
+/// Whether this thread's tower convolutions run in bfloat16 ([`with_bf16_convolutions`]).
+pub(crate) fn bf16_convolutions() -> bool {
+    BF16.get()
+}
+
 /// The 3 × 3 convolution with padding 1 and no bias of the tower, on whatever device `x` is
-/// (see the module documentation).
+/// (see the module documentation); in bfloat16 inside [`with_bf16_convolutions`]`(true, …)` on
+/// a CPU with AMX.
 ///
 /// # Shapes
 /// `x`: `[B, in, 10, 9]`, `weight`: `[out, in, 3, 3]` → `[B, out, 10, 9]`.
@@ -361,6 +415,7 @@ pub fn board_conv3x3(x: Tensor<4>, weight: Tensor<4>) -> Tensor<4> {
     Tensor::from_dispatch(<Dispatch as BoardOps>::board_conv3x3(
         x.into_dispatch(),
         weight.into_dispatch(),
+        BF16.get(),
     ))
 }
 
@@ -405,6 +460,53 @@ mod tests {
             close(&format!("{what}: output"), ours, theirs);
             close(&format!("{what}: input gradient"), dx1, dx2);
             close(&format!("{what}: weight gradient"), dw1, dw2);
+        }
+    }
+
+    /// Inside `with_bf16_convolutions(true, …)` on a CPU with AMX: the value and both gradients
+    /// within bfloat16's rounding of burn's `conv2d` (the largest difference under 2% of the
+    /// values' root mean square; a wrong tap is of the order of 100%), and not the `f32`
+    /// kernels' bit for bit, the gradients included although `backward` runs after the closure
+    /// (each convolution's backward step keeps its forward pass's precision).
+    #[test]
+    fn the_bfloat16_board_convolution_and_its_gradients_are_burns_to_bfloat16_rounding() {
+        if !crate::Precision::bf16_available() {
+            eprintln!("skipped: this CPU has no AMX with bfloat16");
+            return;
+        }
+        fn near(what: &str, got: Tensor<4>, want: Tensor<4>, f32_kernels: Tensor<4>) {
+            assert_eq!(got.dims(), want.dims(), "{what}: shape");
+            let got = got.into_data().try_to_vec::<f32>().expect("f32");
+            let want = want.into_data().try_to_vec::<f32>().expect("f32");
+            let ours = f32_kernels.into_data().try_to_vec::<f32>().expect("f32");
+            let rms = (want.iter().map(|&w| f64::from(w).powi(2)).sum::<f64>() / want.len() as f64)
+                .sqrt();
+            let worst =
+                got.iter().zip(&want).map(|(&g, &w)| f64::from(g - w).abs()).fold(0.0, f64::max);
+            assert!(worst < 0.02 * rms, "{what}: {worst} against a root mean square of {rms}");
+            assert_ne!(got, ours, "{what}: the f32 kernels' values bit for bit");
+        }
+        let device = crate::cpu_device().autodiff();
+        for (n, cin, cout) in [(1, 16, 24), (37, 24, 24), (19, 40, 64), (2, 64, 70), (5, 23, 24)] {
+            let what = format!("n {n}, {cin} → {cout} channels");
+            let x = Tensor::<4>::random([n, cin, 10, 9], Distribution::Normal(0.0, 1.0), &device);
+            let w = Tensor::<4>::random([cout, cin, 3, 3], Distribution::Normal(0.0, 0.3), &device);
+            let r = Tensor::<4>::random([n, cout, 10, 9], Distribution::Normal(0.0, 1.0), &device);
+            let grads_of = |bf16: bool| {
+                let (x, w) = (x.clone().require_grad(), w.clone().require_grad());
+                let y = with_bf16_convolutions(bf16, || board_conv3x3(x.clone(), w.clone()));
+                let grads = (y.clone() * r.clone()).sum().backward();
+                (y, x.grad(&grads).expect("dx"), w.grad(&grads).expect("dw"))
+            };
+            let (y1, dx1, dw1) = grads_of(true);
+            let (y0, dx0, dw0) = grads_of(false);
+            let (x2, w2) = (x.clone().require_grad(), w.clone().require_grad());
+            let theirs = conv2d(x2.clone(), w2.clone(), None, same());
+            let grads = (theirs.clone() * r).sum().backward();
+            let (dx2, dw2) = (x2.grad(&grads).expect("dx"), w2.grad(&grads).expect("dw"));
+            near(&format!("{what}: output"), y1, theirs, y0);
+            near(&format!("{what}: input gradient"), dx1, dx2, dx0);
+            near(&format!("{what}: weight gradient"), dw1, dw2, dw0);
         }
     }
 

@@ -21,6 +21,13 @@
 //!
 //! On the 2-core Xeon of `experiments/2026-12-06-bf16-ab/` the main job's 2 × 24 net evaluates
 //! about 1.9 times the positions per second of the `f32` kernels, and a 6 × 64 net 3.0 times.
+//!
+//! **Training** (`training.precision = "bf16"`) uses the same layer for the tower's
+//! convolutions and their input gradients (`conv_planes`: burn's `[n, c, 10, 9]` planes copied
+//! to the padded board in bfloat16, the `f32` sums copied back), and one more tile product for
+//! the weight gradient (`weight_grad_planes`), whose reduced dimension is the board points: the
+//! input laid out a row of points per channel, so that a tap's shift is a column offset, times
+//! the output gradient in pairs of points.
 
 // The only `unsafe` of this crate: inline assembly (Rust has no stable AMX intrinsics) and the
 // raw loads and stores of the epilogue. Every address is checked against its slice's length
@@ -34,6 +41,8 @@ use std::arch::x86_64::{
     _mm512_max_ps, _mm512_setzero_ps,
 };
 use std::sync::OnceLock;
+
+use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE};
 
 use super::{PAD_FILES, PAD_SIZE, round_up};
 
@@ -74,9 +83,14 @@ fn request_tile_data() -> bool {
     unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
 }
 
-/// bfloat16 of `x`, rounded to nearest even (NaN stays NaN).
+/// bfloat16 of `x`, rounded to nearest even (NaN stays NaN, quieted), as `half::bf16::from_f32`
+/// computes it, without branches (the copies into the bfloat16 buffers call it for every value).
+#[inline(always)]
 pub(crate) fn bf16(x: f32) -> u16 {
-    half::bf16::from_f32(x).to_bits()
+    let b = x.to_bits();
+    let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+    let nan = ((b >> 16) as u16) | 0x40;
+    if b & 0x7fff_ffff > 0x7f80_0000 { nan } else { rounded }
 }
 
 /// A 3 × 3 convolution's weights packed as AMX weight tiles.
@@ -350,6 +364,281 @@ unsafe fn layer_amx(conv: &AmxConv, input: &[u16], n: usize, out: Outputs<'_>, s
     unsafe { asm!("tilerelease", options(nostack, nomem)) };
 }
 
+/// One thread's buffers for the training convolutions in bfloat16, reused across calls. Each
+/// keeps the zeros it needs (border points, margins) from one call to the next: it is only ever
+/// grown with zeros, cleared when its layout changes, and only its interior rewritten.
+#[derive(Debug, Default)]
+pub(crate) struct TrainScratch {
+    /// The input on the padded board, channels-last, in bfloat16, of stride `input_stride`.
+    input: Vec<u16>,
+    input_stride: usize,
+    /// The output on the padded board, channels-last, in `f32` (only interior rows are read).
+    out: Vec<f32>,
+    /// The tile sums.
+    sums: Vec<f32>,
+    /// One position's planes in bfloat16.
+    planes: Vec<u16>,
+    /// The weight gradient's input, channel-major (see [`weight_grad_planes`]), rows of
+    /// `xt_len` values.
+    xt: Vec<u16>,
+    xt_len: usize,
+    /// The weight gradient's output gradient, in pairs of points (see [`weight_grad_planes`]),
+    /// of shape `gv_shape`: points, output channels.
+    gv: Vec<u16>,
+    gv_shape: (usize, usize),
+}
+
+/// Makes `buf` hold `len` values, zeroing it first when `layout` differs from `*current`.
+fn prepare<T: Copy + Default, L: PartialEq>(
+    buf: &mut Vec<T>,
+    len: usize,
+    current: &mut L,
+    layout: L,
+) {
+    if *current != layout {
+        buf.clear();
+        *current = layout;
+    }
+    if buf.len() < len {
+        buf.resize(len, T::default());
+    }
+}
+
+/// `x` rounded to bfloat16 into `out` (resized to `x`'s length).
+fn to_bf16(x: &[f32], out: &mut Vec<u16>) {
+    out.resize(x.len(), 0);
+    for (d, &v) in out.iter_mut().zip(x) {
+        *d = bf16(v);
+    }
+}
+
+/// The padded-board row of `rank`, `file` of position `i`.
+fn row_of(i: usize, rank: usize, file: usize) -> usize {
+    i * PAD_SIZE + (rank + 1) * PAD_FILES + file + 1
+}
+
+/// The 3 × 3 convolution of one chunk of `[n, cin, 10, 9]` planes by `conv` (packed with a zero
+/// bias), in bfloat16 with `f32` sums, written as `[n, cout, 10, 9]` planes to `out`: the
+/// training convolution of [`super::board_conv3x3`] (and its input gradient, with the flipped,
+/// transposed weights) in bfloat16.
+///
+/// # Panics
+/// If [`available`] is false or `out` is not `n · cout · 90` long.
+pub(crate) fn conv_planes(conv: &AmxConv, x: &[f32], out: &mut [f32], s: &mut TrainScratch) {
+    let (cin, cout) = (conv.cin, conv.cout);
+    let n = x.len() / (cin * PLANE_SIZE);
+    assert_eq!(out.len(), n * cout * PLANE_SIZE, "output shape");
+    let ins = conv.in_stride();
+    // Border rows stay zero; interior rows are written whole, padding channels included.
+    // Rows past the last position may hold older values: they only reach outputs of rows past
+    // the last, which the layer does not write.
+    prepare(&mut s.input, (n * PAD_SIZE + SLACK_ROWS) * ins, &mut s.input_stride, ins);
+    for (i, position) in x.chunks_exact(cin * PLANE_SIZE).enumerate() {
+        // Rounded in the planes' order (consecutive values: vectorised), then transposed.
+        to_bf16(position, &mut s.planes);
+        for rank in 0..PLANE_RANKS {
+            for file in 0..PLANE_FILES {
+                let row = row_of(i, rank, file);
+                let (dst, rest) = s.input[row * ins..(row + 1) * ins].split_at_mut(cin);
+                let src = s.planes[rank * PLANE_FILES + file..].iter().step_by(PLANE_SIZE);
+                for (d, &v) in dst.iter_mut().zip(src) {
+                    *d = v;
+                }
+                rest.fill(0);
+            }
+        }
+    }
+    if s.out.len() < n * PAD_SIZE * cout {
+        s.out.resize(n * PAD_SIZE * cout, 0.0);
+    }
+    let o = Outputs { bf16: None, f32: Some((&mut s.out, cout)), residual: false, relu: false };
+    layer(conv, &s.input, n, o, &mut s.sums);
+    for (i, position) in out.chunks_exact_mut(cout * PLANE_SIZE).enumerate() {
+        for (c, plane) in position.chunks_exact_mut(PLANE_SIZE).enumerate() {
+            for rank in 0..PLANE_RANKS {
+                for file in 0..PLANE_FILES {
+                    plane[rank * PLANE_FILES + file] = s.out[row_of(i, rank, file) * cout + c];
+                }
+            }
+        }
+    }
+}
+
+/// Zero columns before the first padded row in the weight gradient's channel-major input: at
+/// least the largest tap offset (12).
+const MARGIN: usize = 16;
+
+/// The weight gradient of a 3 × 3 convolution over one chunk, in bfloat16 with `f32` sums:
+/// `acc[t, i, o] += Σ_p grad[p, o] · x[p + d_t, i]` over the chunk's padded points `p`
+/// (`acc`: `[9, cin, cout]`; `x`: `[n, cin, 10, 9]` and `grad`: `[n, cout, 10, 9]` planes).
+///
+/// It is one tile product per tap with the points as the long (reduced) dimension. The input
+/// is laid out channel-major, a row of padded points per channel (`xt`), so the tap's shift is
+/// a column offset and each 16 × 32 input tile is loaded straight from it; the gradient is laid
+/// out in pairs of consecutive points per output channel (`gv`, the layout `tdpbf16ps` reads
+/// for its second operand). The gradient is zero at border points, so summing over every padded
+/// point sums over the board.
+///
+/// # Panics
+/// If [`available`] is false or the lengths do not match those shapes.
+pub(crate) fn weight_grad_planes(
+    x: &[f32],
+    grad: &[f32],
+    cin: usize,
+    cout: usize,
+    acc: &mut [f32],
+    s: &mut TrainScratch,
+) {
+    assert!(available(), "AMX is not available");
+    assert!(cin > 0 && cout > 0 && x.len().is_multiple_of(cin * PLANE_SIZE), "input shape");
+    let n = x.len() / (cin * PLANE_SIZE);
+    assert_eq!(grad.len(), n * cout * PLANE_SIZE, "gradient shape");
+    assert_eq!(acc.len(), 9 * cin * cout, "weight shape");
+    if n == 0 {
+        return;
+    }
+    // Points summed (in steps of 32), input channels and output channels, padded to whole
+    // pairs of tiles.
+    let k = round_up(n * PAD_SIZE, 2 * M_TILE);
+    let ci = round_up(cin, 2 * M_TILE);
+    let co = round_up(cout, 2 * N_TILE);
+    let len = MARGIN + k + MARGIN;
+    // The margins, the border points and the points past the last position stay zero (the
+    // layout is the same for the same `n`); rows of channels `cin ..` and columns of outputs
+    // `cout ..` may hold older values, which reach only sums that are not read.
+    prepare(&mut s.xt, ci * len, &mut s.xt_len, len);
+    for (i, position) in x.chunks_exact(cin * PLANE_SIZE).enumerate() {
+        for (c, plane) in position.chunks_exact(PLANE_SIZE).enumerate() {
+            let board = &mut s.xt[c * len + MARGIN + i * PAD_SIZE..][..PAD_SIZE];
+            for (rank, src) in plane.chunks_exact(PLANE_FILES).enumerate() {
+                let dst = &mut board[(rank + 1) * PAD_FILES + 1..][..PLANE_FILES];
+                for (d, &v) in dst.iter_mut().zip(src) {
+                    *d = bf16(v);
+                }
+            }
+        }
+    }
+    // `[k / 2, co, 2]`: point `p`, channel `o` at `((p / 2) · co + o) · 2 + p % 2`.
+    prepare(&mut s.gv, k * co, &mut s.gv_shape, (k, co));
+    for (i, position) in grad.chunks_exact(cout * PLANE_SIZE).enumerate() {
+        to_bf16(position, &mut s.planes);
+        for rank in 0..PLANE_RANKS {
+            for file in 0..PLANE_FILES {
+                let p = row_of(i, rank, file);
+                let dst = &mut s.gv[(p / 2) * co * 2 + p % 2..];
+                let src = s.planes[rank * PLANE_FILES + file..].iter().step_by(PLANE_SIZE);
+                for (d, &v) in dst.iter_mut().step_by(2).zip(src) {
+                    *d = v;
+                }
+            }
+        }
+    }
+    s.sums.clear();
+    s.sums.resize(9 * ci * co, 0.0);
+    // SAFETY: `available` checked the CPU features and the tile permission; the buffers have
+    // the sizes `weight_grad_amx` documents.
+    unsafe { weight_grad_amx(&s.xt, len, &s.gv, k, ci, co, &mut s.sums) };
+    for t in 0..9 {
+        for i in 0..cin {
+            let src = &s.sums[(t * ci + i) * co..][..cout];
+            let dst = &mut acc[(t * cin + i) * cout..][..cout];
+            for (d, &v) in dst.iter_mut().zip(src) {
+                *d += v;
+            }
+        }
+    }
+}
+
+/// `sums[t, c, o] = Σ_{p < k} xt[c, MARGIN + p + d_t] · gv[p, o]` for the nine taps, every
+/// channel `c < ci` and output `o < co` (`sums`: `[9, ci, co]`).
+///
+/// # Safety
+/// AMX must be available (and its state granted); `xt` is `ci · len` values with `len = MARGIN
+/// + k + MARGIN`, `gv` is `k · co`, `sums` is `9 · ci · co`; `k`, `ci` and `co` are multiples of
+/// 32.
+unsafe fn weight_grad_amx(
+    xt: &[u16],
+    len: usize,
+    gv: &[u16],
+    k: usize,
+    ci: usize,
+    co: usize,
+    sums: &mut [f32],
+) {
+    debug_assert!(k % 32 == 0 && ci % 32 == 0 && co % 32 == 0);
+    debug_assert!(xt.len() >= ci * len && len == k + 2 * MARGIN);
+    debug_assert!(gv.len() >= k * co && sums.len() >= 9 * ci * co);
+    let tile_row = M_TILE;
+    // SAFETY: the configuration is a valid palette-1 layout.
+    unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
+    for t in 0..9 {
+        // The tap's offset, as in `AmxConv::conv3x3`.
+        let tap = (t / 3) as isize * PAD_FILES as isize + (t % 3) as isize - PAD_FILES as isize - 1;
+        for c0 in (0..ci).step_by(2 * M_TILE) {
+            for o0 in (0..co).step_by(2 * N_TILE) {
+                // SAFETY: zeroes tile registers configured above.
+                unsafe {
+                    asm!(
+                        "tilezero tmm0",
+                        "tilezero tmm1",
+                        "tilezero tmm2",
+                        "tilezero tmm3",
+                        options(nostack, nomem)
+                    )
+                };
+                for p0 in (0..k).step_by(2 * M_TILE) {
+                    // Columns `col .. col + 32` with `col ≥ MARGIN − 12 ≥ 0` and `col + 32 ≤
+                    // MARGIN + k + 12 ≤ len`, of rows `c0 .. c0 + 32 ≤ ci`.
+                    let col = (MARGIN + p0).wrapping_add_signed(tap);
+                    let a0 = xt[c0 * len + col..].as_ptr();
+                    let a1 = xt[(c0 + tile_row) * len + col..].as_ptr();
+                    // Pairs `p0 / 2 .. p0 / 2 + 16 ≤ k / 2`, columns `o0 .. o0 + 32 ≤ co`.
+                    let b = gv[(p0 / 2 * co + o0) * 2..].as_ptr();
+                    // SAFETY: the tiles lie inside `xt` and `gv` by the bounds above.
+                    unsafe {
+                        asm!(
+                            "tileloadd tmm4, [{a0} + {s}*1]",
+                            "tileloadd tmm5, [{a1} + {s}*1]",
+                            "tileloadd tmm6, [{b} + {w}*1]",
+                            "tileloadd tmm7, [{b1} + {w}*1]",
+                            "tdpbf16ps tmm0, tmm4, tmm6",
+                            "tdpbf16ps tmm1, tmm4, tmm7",
+                            "tdpbf16ps tmm2, tmm5, tmm6",
+                            "tdpbf16ps tmm3, tmm5, tmm7",
+                            a0 = in(reg) a0,
+                            a1 = in(reg) a1,
+                            b = in(reg) b,
+                            b1 = in(reg) b.add(2 * N_TILE),
+                            s = in(reg) len * 2,
+                            w = in(reg) co * 4,
+                            options(nostack, readonly),
+                        )
+                    };
+                }
+                let s = sums[(t * ci + c0) * co + o0..].as_mut_ptr();
+                // SAFETY: four 16 × 16 f32 tiles at rows `c0 .. c0 + 32`, columns `o0 .. o0 +
+                // 32` of the tap's `[ci, co]` block, inside `sums`.
+                unsafe {
+                    asm!(
+                        "tilestored [{s0} + {st}*1], tmm0",
+                        "tilestored [{s1} + {st}*1], tmm1",
+                        "tilestored [{s2} + {st}*1], tmm2",
+                        "tilestored [{s3} + {st}*1], tmm3",
+                        s0 = in(reg) s,
+                        s1 = in(reg) s.add(N_TILE),
+                        s2 = in(reg) s.add(M_TILE * co),
+                        s3 = in(reg) s.add(M_TILE * co + N_TILE),
+                        st = in(reg) co * 4,
+                        options(nostack),
+                    )
+                };
+            }
+        }
+    }
+    // SAFETY: returns the tile registers to their initial state.
+    unsafe { asm!("tilerelease", options(nostack, nomem)) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,6 +740,111 @@ mod tests {
                             );
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The branchless rounding is `half`'s, on special values and a sweep of bit patterns.
+    #[test]
+    fn bfloat16_rounding_is_round_to_nearest_even() {
+        let special = [
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.5,
+            f32::MIN_POSITIVE,
+            1e-45,
+            f32::MAX,
+            f32::MIN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::from_bits(0x7f80_0001),
+            f32::from_bits(0xff80_8000),
+            f32::from_bits(0x3f80_8000),
+            f32::from_bits(0x3f81_8000),
+            f32::from_bits(0x3f80_8001),
+            f32::from_bits(0x3f80_7fff),
+        ];
+        let sweep = (0..=u32::MAX).step_by(9_973).map(f32::from_bits);
+        for x in special.into_iter().chain(sweep) {
+            let want = half::bf16::from_f32(x).to_bits();
+            assert_eq!(bf16(x), want, "{x:e} ({:#010x})", x.to_bits());
+        }
+    }
+
+    /// The training convolution (`conv_planes`) and the weight gradient (`weight_grad_planes`)
+    /// against their definitions on bfloat16-rounded values, in `f64`, on `[n, c, 10, 9]`
+    /// planes (zero off the board): channel counts with partial tiles and several channel
+    /// blocks, 1 to 5 positions; the weight gradient adds to what `acc` held.
+    #[test]
+    fn the_amx_training_convolution_and_weight_gradient_compute_their_definitions() {
+        use xiangqi::env::{PLANE_FILES, PLANE_RANKS};
+        if !available() {
+            eprintln!("skipped: this CPU has no AMX with bfloat16");
+            return;
+        }
+        // `v[b, i, rank, file]` rounded to bfloat16, zero off the board.
+        fn at(v: &[f32], c: usize, b: usize, i: usize, rank: isize, file: isize) -> f64 {
+            if !(0..PLANE_RANKS as isize).contains(&rank)
+                || !(0..PLANE_FILES as isize).contains(&file)
+            {
+                return 0.0;
+            }
+            round(v[(b * c + i) * PLANE_SIZE + rank as usize * PLANE_FILES + file as usize])
+        }
+        let mut s = TrainScratch::default();
+        for (cin, cout) in [(23, 24), (24, 24), (40, 17), (64, 64), (5, 33), (33, 70)] {
+            for n in [1, 2, 5] {
+                let what = format!("{cin} -> {cout}, {n} positions");
+                let x = noise(n * cin * PLANE_SIZE, (cin + n) as u32);
+                let w = noise(cout * cin * 9, cout as u32);
+                let g = noise(n * cout * PLANE_SIZE, 77);
+                let conv = AmxConv::conv3x3(&w, &vec![0.0; cout], [cout, cin, 3, 3]);
+                let mut out = vec![f32::NAN; n * cout * PLANE_SIZE];
+                conv_planes(&conv, &x, &mut out, &mut s);
+                let mut acc = vec![0.5; 9 * cin * cout];
+                weight_grad_planes(&x, &g, cin, cout, &mut acc, &mut s);
+                let mut want_dw = vec![0.5; 9 * cin * cout];
+                let mut scale_dw = vec![1.0; 9 * cin * cout];
+                for b in 0..n {
+                    for sq in 0..PLANE_SIZE {
+                        let (r, f) = ((sq / PLANE_FILES) as isize, (sq % PLANE_FILES) as isize);
+                        for o in 0..cout {
+                            let go = round(g[(b * cout + o) * PLANE_SIZE + sq]);
+                            let mut want = 0.0;
+                            let mut scale = 1.0;
+                            for i in 0..cin {
+                                for t in 0..9 {
+                                    let (dy, dx) = (t as isize / 3 - 1, t as isize % 3 - 1);
+                                    let v = at(&x, cin, b, i, r + dy, f + dx);
+                                    let term = round(w[(o * cin + i) * 9 + t]) * v;
+                                    want += term;
+                                    scale += term.abs();
+                                    want_dw[(t * cin + i) * cout + o] += go * v;
+                                    scale_dw[(t * cin + i) * cout + o] += (go * v).abs();
+                                }
+                            }
+                            let got = f64::from(out[(b * cout + o) * PLANE_SIZE + sq]);
+                            assert!(
+                                (got - want).abs() < 1e-4 * scale,
+                                "{what}: output {o} at {sq} of {b}: {got} vs {want}"
+                            );
+                        }
+                    }
+                }
+                for (k, ((&got, &want), &scale)) in
+                    acc.iter().zip(&want_dw).zip(&scale_dw).enumerate()
+                {
+                    let got = f64::from(got);
+                    assert!(
+                        (got - want).abs() < 1e-4 * scale,
+                        "{what}: weight gradient [{}, {}, {}]: {got} vs {want}",
+                        k / (cin * cout),
+                        k / cout % cin,
+                        k % cout
+                    );
                 }
             }
         }

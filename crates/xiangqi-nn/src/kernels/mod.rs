@@ -42,7 +42,9 @@
 //! from the gradient, summed in registers over a chunk's points, the chunks' sums added at the
 //! end. Batch normalisation sums each board in `f32` lanes and the boards in `f64`. All of
 //! them equal burn's operations within 1e-4 (`train_ops`' tests), and the convolutions their
-//! definitions with every instruction set (this module's tests).
+//! definitions with every instruction set (this module's tests). With
+//! `training.precision = "bf16"` on a CPU with AMX, the three convolutions run as AMX tile
+//! products in bfloat16 with `f32` sums (the `amx` module); batch normalisation stays `f32`.
 
 use std::cell::RefCell;
 

@@ -9,6 +9,8 @@ use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
 use xiangqi::env::PLANE_SIZE;
 
+#[cfg(target_arch = "x86_64")]
+use super::amx;
 use super::{
     Buf, Io, PAD_FILES, PAD_SIZE, Packed, balanced_chunk, board_rows, layer, round_up, simd_shape,
     to_padded,
@@ -19,6 +21,11 @@ const TRAIN_CHUNK: usize = 16;
 
 thread_local! {
     static CONV_SCRATCH: RefCell<ConvScratch> = RefCell::new(ConvScratch::default());
+}
+
+#[cfg(target_arch = "x86_64")]
+thread_local! {
+    static AMX_SCRATCH: RefCell<amx::TrainScratch> = RefCell::new(amx::TrainScratch::default());
 }
 
 /// One thread's buffers for the training convolutions, reused across calls.
@@ -90,13 +97,35 @@ fn flipped_transpose(weight: &[f32], cout: usize, cin: usize) -> Vec<f32> {
 ///
 /// # Panics
 /// If the lengths do not match those shapes.
-pub(crate) fn board_conv3x3(x: &[f32], weight: &[f32], cin: usize, cout: usize) -> Vec<f32> {
+pub(crate) fn board_conv3x3(
+    x: &[f32],
+    weight: &[f32],
+    cin: usize,
+    cout: usize,
+    bf16: bool,
+) -> Vec<f32> {
     assert!(cin > 0 && cout > 0 && x.len().is_multiple_of(cin * PLANE_SIZE), "input shape");
     assert_eq!(weight.len(), cout * cin * 9, "weight shape");
     let n = x.len() / (cin * PLANE_SIZE);
-    let p = Packed::conv(weight, &vec![0.0; cout], [cout, cin, 3, 3]);
     let mut out = vec![0.0; n * cout * PLANE_SIZE];
     let chunk = balanced_chunk(n, TRAIN_CHUNK, rayon::current_num_threads().max(1));
+    #[cfg(target_arch = "x86_64")]
+    if bf16 && amx::available() {
+        let conv = amx::AmxConv::conv3x3(weight, &vec![0.0; cout], [cout, cin, 3, 3]);
+        let run = |x: &[f32], out: &mut [f32]| {
+            AMX_SCRATCH.with(|s| amx::conv_planes(&conv, x, out, &mut s.borrow_mut()));
+        };
+        if n <= chunk {
+            run(x, &mut out);
+        } else {
+            x.par_chunks(chunk * cin * PLANE_SIZE)
+                .zip(out.par_chunks_mut(chunk * cout * PLANE_SIZE))
+                .for_each(|(x, o)| run(x, o));
+        }
+        return out;
+    }
+    let _ = bf16;
+    let p = Packed::conv(weight, &vec![0.0; cout], [cout, cin, 3, 3]);
     let run = |x: &[f32], out: &mut [f32]| {
         CONV_SCRATCH.with(|s| {
             let scratch = &mut s.borrow_mut();
@@ -123,9 +152,10 @@ pub(crate) fn board_conv3x3_input_grad(
     weight: &[f32],
     cin: usize,
     cout: usize,
+    bf16: bool,
 ) -> Vec<f32> {
     assert_eq!(weight.len(), cout * cin * 9, "weight shape");
-    board_conv3x3(grad, &flipped_transpose(weight, cout, cin), cout, cin)
+    board_conv3x3(grad, &flipped_transpose(weight, cout, cin), cout, cin, bf16)
 }
 
 /// The gradient of [`board_conv3x3`]'s output with respect to its weights:
@@ -144,10 +174,16 @@ pub(crate) fn board_conv3x3_weight_grad(
     grad: &[f32],
     cin: usize,
     cout: usize,
+    bf16: bool,
 ) -> Vec<f32> {
     assert!(cin > 0 && cout > 0 && x.len().is_multiple_of(cin * PLANE_SIZE), "input shape");
     let n = x.len() / (cin * PLANE_SIZE);
     assert_eq!(grad.len(), n * cout * PLANE_SIZE, "gradient shape");
+    #[cfg(target_arch = "x86_64")]
+    if bf16 && amx::available() {
+        return amx_weight_grad(x, grad, cin, cout);
+    }
+    let _ = bf16;
     let (lanes, registers) = simd_shape();
     // The run of three taps' inputs, rounded up to whole vectors.
     let run_len = round_up(3 * cin, lanes);
@@ -184,6 +220,42 @@ pub(crate) fn board_conv3x3_weight_grad(
             .unwrap_or_else(|| vec![0.0; size])
     };
     weight_grad_from_runs(&acc, cin, cout, run_len)
+}
+
+/// [`board_conv3x3_weight_grad`] in bfloat16 on AMX: each chunk's sums (`[9, cin, cout]`, see
+/// [`amx::weight_grad_planes`]) added, then reordered to `[cout, cin, 3, 3]`.
+#[cfg(target_arch = "x86_64")]
+fn amx_weight_grad(x: &[f32], grad: &[f32], cin: usize, cout: usize) -> Vec<f32> {
+    let n = x.len() / (cin * PLANE_SIZE);
+    let size = 9 * cin * cout;
+    let chunk = balanced_chunk(n, TRAIN_CHUNK, rayon::current_num_threads().max(1));
+    let run = |x: &[f32], g: &[f32]| {
+        let mut acc = vec![0.0; size];
+        AMX_SCRATCH
+            .with(|s| amx::weight_grad_planes(x, g, cin, cout, &mut acc, &mut s.borrow_mut()));
+        acc
+    };
+    let acc = if n <= chunk {
+        run(x, grad)
+    } else {
+        x.par_chunks(chunk * cin * PLANE_SIZE)
+            .zip(grad.par_chunks(chunk * cout * PLANE_SIZE))
+            .map(|(x, g)| run(x, g))
+            .reduce_with(|mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                a
+            })
+            .unwrap_or_else(|| vec![0.0; size])
+    };
+    let mut dw = vec![0.0; size];
+    for t in 0..9 {
+        for i in 0..cin {
+            for o in 0..cout {
+                dw[(o * cin + i) * 9 + t] = acc[(t * cin + i) * cout + o];
+            }
+        }
+    }
+    dw
 }
 
 /// `acc[(dy · cout + o) · run_len + dx · cin + i]` → `dW`, `[cout, cin, 3, 3]`.

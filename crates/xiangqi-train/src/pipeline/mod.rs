@@ -546,6 +546,13 @@ impl TrainingRun {
                 "loop.precision = \"bf16\" is not available ({reason}); self-play computes in f32"
             ));
         }
+        if self.trainer.config().precision == Precision::Bf16
+            && let Some(reason) = self.trainer.bf16_unavailable()
+        {
+            observer.warning(&format!(
+                "training.precision = \"bf16\" is not available ({reason}); training computes in f32"
+            ));
+        }
         // An arena cut short by a stop or a kill after its iteration's checkpoint: play it now.
         let every = self.config.run().arena_every;
         if every > 0
