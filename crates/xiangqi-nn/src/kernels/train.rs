@@ -188,7 +188,6 @@ pub(crate) fn board_conv3x3_weight_grad(
     // The run of three taps' inputs, rounded up to whole vectors.
     let run_len = round_up(3 * cin, lanes);
     let size = 3 * cout * run_len;
-    let chunk = balanced_chunk(n, TRAIN_CHUNK, rayon::current_num_threads().max(1));
     let run = |x: &[f32], g: &[f32]| {
         CONV_SCRATCH.with(|s| {
             let scratch = &mut s.borrow_mut();
@@ -207,18 +206,7 @@ pub(crate) fn board_conv3x3_weight_grad(
             acc
         })
     };
-    let acc = if n <= chunk {
-        run(x, grad)
-    } else {
-        x.par_chunks(chunk * cin * PLANE_SIZE)
-            .zip(grad.par_chunks(chunk * cout * PLANE_SIZE))
-            .map(|(x, g)| run(x, g))
-            .reduce_with(|mut a, b| {
-                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-                a
-            })
-            .unwrap_or_else(|| vec![0.0; size])
-    };
+    let acc = chunk_sums(x, grad, cin, cout, size, run);
     weight_grad_from_runs(&acc, cin, cout, run_len)
 }
 
@@ -226,27 +214,14 @@ pub(crate) fn board_conv3x3_weight_grad(
 /// [`amx::weight_grad_planes`]) added, then reordered to `[cout, cin, 3, 3]`.
 #[cfg(target_arch = "x86_64")]
 fn amx_weight_grad(x: &[f32], grad: &[f32], cin: usize, cout: usize) -> Vec<f32> {
-    let n = x.len() / (cin * PLANE_SIZE);
     let size = 9 * cin * cout;
-    let chunk = balanced_chunk(n, TRAIN_CHUNK, rayon::current_num_threads().max(1));
     let run = |x: &[f32], g: &[f32]| {
         let mut acc = vec![0.0; size];
         AMX_SCRATCH
             .with(|s| amx::weight_grad_planes(x, g, cin, cout, &mut acc, &mut s.borrow_mut()));
         acc
     };
-    let acc = if n <= chunk {
-        run(x, grad)
-    } else {
-        x.par_chunks(chunk * cin * PLANE_SIZE)
-            .zip(grad.par_chunks(chunk * cout * PLANE_SIZE))
-            .map(|(x, g)| run(x, g))
-            .reduce_with(|mut a, b| {
-                a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-                a
-            })
-            .unwrap_or_else(|| vec![0.0; size])
-    };
+    let acc = chunk_sums(x, grad, cin, cout, size, run);
     let mut dw = vec![0.0; size];
     for t in 0..9 {
         for i in 0..cin {
@@ -256,6 +231,31 @@ fn amx_weight_grad(x: &[f32], grad: &[f32], cin: usize, cout: usize) -> Vec<f32>
         }
     }
     dw
+}
+
+/// `run`'s sums (`size` floats) over chunks of [`TRAIN_CHUNK`] positions of `x` (`[n, cin, 10,
+/// 9]`) and `grad` (`[n, cout, 10, 9]`), computed in parallel and added in the chunks' order:
+/// the same chunks and the same order whatever the number of threads, so that a weight
+/// gradient does not depend on it.
+fn chunk_sums(
+    x: &[f32],
+    grad: &[f32],
+    cin: usize,
+    cout: usize,
+    size: usize,
+    run: impl Fn(&[f32], &[f32]) -> Vec<f32> + Sync,
+) -> Vec<f32> {
+    let parts: Vec<Vec<f32>> = x
+        .par_chunks(TRAIN_CHUNK * cin * PLANE_SIZE)
+        .zip(grad.par_chunks(TRAIN_CHUNK * cout * PLANE_SIZE))
+        .map(|(x, g)| run(x, g))
+        .collect();
+    let mut parts = parts.into_iter();
+    let mut acc = parts.next().unwrap_or_else(|| vec![0.0; size]);
+    for part in parts {
+        acc.iter_mut().zip(&part).for_each(|(a, b)| *a += b);
+    }
+    acc
 }
 
 /// `acc[(dy · cout + o) · run_len + dx · cin + i]` → `dW`, `[cout, cin, 3, 3]`.
