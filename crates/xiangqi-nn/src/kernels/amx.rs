@@ -565,7 +565,7 @@ unsafe fn weight_grad_amx(
     co: usize,
     sums: &mut [f32],
 ) {
-    debug_assert!(k % 32 == 0 && ci % 32 == 0 && co % 32 == 0);
+    debug_assert!(k.is_multiple_of(32) && ci.is_multiple_of(32) && co.is_multiple_of(32));
     debug_assert!(xt.len() >= ci * len && len == k + 2 * MARGIN);
     debug_assert!(gv.len() >= k * co && sums.len() >= 9 * ci * co);
     let tile_row = M_TILE;
