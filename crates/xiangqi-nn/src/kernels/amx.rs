@@ -223,6 +223,38 @@ const CONFIG: TileConfig = {
     c
 };
 
+/// One step of a tile product: the sum tiles `tmm0`–`tmm3` (configured by [`CONFIG`]) add
+/// `A0 · B0`, `A0 · B1`, `A1 · B0` and `A1 · B1`, where `A0`, `A1` are 16 rows of 32 bfloat16
+/// values from `a[0]`, `a[1]` (rows `a_stride` bytes apart) and `B0`, `B1` are 16 rows of 16
+/// pairs from `b[0]`, `b[1]` (rows `b_stride` bytes apart).
+///
+/// # Safety
+/// AMX must be available, its state granted and [`CONFIG`] loaded; each of the four tiles
+/// (16 rows of 64 bytes at its stride) must lie inside one allocation.
+#[inline(always)]
+unsafe fn tile_step(a: [*const u16; 2], a_stride: usize, b: [*const u16; 2], b_stride: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        asm!(
+            "tileloadd tmm4, [{a0} + {s}*1]",
+            "tileloadd tmm5, [{a1} + {s}*1]",
+            "tileloadd tmm6, [{b0} + {w}*1]",
+            "tileloadd tmm7, [{b1} + {w}*1]",
+            "tdpbf16ps tmm0, tmm4, tmm6",
+            "tdpbf16ps tmm1, tmm4, tmm7",
+            "tdpbf16ps tmm2, tmm5, tmm6",
+            "tdpbf16ps tmm3, tmm5, tmm7",
+            a0 = in(reg) a[0],
+            a1 = in(reg) a[1],
+            b0 = in(reg) b[0],
+            b1 = in(reg) b[1],
+            s = in(reg) a_stride,
+            w = in(reg) b_stride,
+            options(nostack, readonly),
+        )
+    }
+}
+
 /// Whether padded-board row `row` is a board point (not the zero border).
 fn interior(row: usize) -> bool {
     let r = row % PAD_SIZE;
@@ -269,25 +301,7 @@ unsafe fn layer_amx(conv: &AmxConv, input: &[u16], n: usize, out: Outputs<'_>, s
                     // SAFETY: each A tile is 16 rows of 64 bytes from `a0`/`a1` with the
                     // buffer's stride (inside `input` by the bound above); the two weight
                     // tiles are the 2 KiB from `b`, inside `conv.weight`.
-                    unsafe {
-                        asm!(
-                            "tileloadd tmm4, [{a0} + {s}*1]",
-                            "tileloadd tmm5, [{a1} + {s}*1]",
-                            "tileloadd tmm6, [{b} + {w}*1]",
-                            "tileloadd tmm7, [{b1} + {w}*1]",
-                            "tdpbf16ps tmm0, tmm4, tmm6",
-                            "tdpbf16ps tmm1, tmm4, tmm7",
-                            "tdpbf16ps tmm2, tmm5, tmm6",
-                            "tdpbf16ps tmm3, tmm5, tmm7",
-                            a0 = in(reg) a0,
-                            a1 = in(reg) a1,
-                            b = in(reg) b,
-                            b1 = in(reg) b.add(tile_len),
-                            s = in(reg) in_bytes,
-                            w = in(reg) 64usize,
-                            options(nostack, readonly),
-                        )
-                    };
+                    unsafe { tile_step([a0, a1], in_bytes, [b, b.add(tile_len)], 64) };
                 }
             }
             let s = sums.as_mut_ptr();
@@ -595,25 +609,7 @@ unsafe fn weight_grad_amx(
                     // Pairs `p0 / 2 .. p0 / 2 + 16 ≤ k / 2`, columns `o0 .. o0 + 32 ≤ co`.
                     let b = gv[(p0 / 2 * co + o0) * 2..].as_ptr();
                     // SAFETY: the tiles lie inside `xt` and `gv` by the bounds above.
-                    unsafe {
-                        asm!(
-                            "tileloadd tmm4, [{a0} + {s}*1]",
-                            "tileloadd tmm5, [{a1} + {s}*1]",
-                            "tileloadd tmm6, [{b} + {w}*1]",
-                            "tileloadd tmm7, [{b1} + {w}*1]",
-                            "tdpbf16ps tmm0, tmm4, tmm6",
-                            "tdpbf16ps tmm1, tmm4, tmm7",
-                            "tdpbf16ps tmm2, tmm5, tmm6",
-                            "tdpbf16ps tmm3, tmm5, tmm7",
-                            a0 = in(reg) a0,
-                            a1 = in(reg) a1,
-                            b = in(reg) b,
-                            b1 = in(reg) b.add(2 * N_TILE),
-                            s = in(reg) len * 2,
-                            w = in(reg) co * 4,
-                            options(nostack, readonly),
-                        )
-                    };
+                    unsafe { tile_step([a0, a1], len * 2, [b, b.add(2 * N_TILE)], co * 4) };
                 }
                 let s = sums[(t * ci + c0) * co + o0..].as_mut_ptr();
                 // SAFETY: four 16 × 16 f32 tiles at rows `c0 .. c0 + 32`, columns `o0 .. o0 +

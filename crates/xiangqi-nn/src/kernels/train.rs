@@ -115,13 +115,7 @@ pub(crate) fn board_conv3x3(
         let run = |x: &[f32], out: &mut [f32]| {
             AMX_SCRATCH.with(|s| amx::conv_planes(&conv, x, out, &mut s.borrow_mut()));
         };
-        if n <= chunk {
-            run(x, &mut out);
-        } else {
-            x.par_chunks(chunk * cin * PLANE_SIZE)
-                .zip(out.par_chunks_mut(chunk * cout * PLANE_SIZE))
-                .for_each(|(x, o)| run(x, o));
-        }
+        by_chunks(x, cin, &mut out, cout, chunk, run);
         return out;
     }
     let _ = bf16;
@@ -132,14 +126,27 @@ pub(crate) fn board_conv3x3(
             Arch::new().dispatch(ConvChunk { p: &p, x, out, scratch });
         });
     };
-    if n <= chunk {
-        run(x, &mut out);
+    by_chunks(x, cin, &mut out, cout, chunk, run);
+    out
+}
+
+/// `run` on chunks of `chunk` positions of `x` (`[n, cin, 10, 9]`) and the matching chunks of
+/// `out` (`[n, cout, 10, 9]`), in parallel (on the caller's thread for one chunk).
+fn by_chunks(
+    x: &[f32],
+    cin: usize,
+    out: &mut [f32],
+    cout: usize,
+    chunk: usize,
+    run: impl Fn(&[f32], &mut [f32]) + Sync,
+) {
+    if x.len() <= chunk * cin * PLANE_SIZE {
+        run(x, out);
     } else {
         x.par_chunks(chunk * cin * PLANE_SIZE)
             .zip(out.par_chunks_mut(chunk * cout * PLANE_SIZE))
             .for_each(|(x, o)| run(x, o));
     }
-    out
 }
 
 /// The gradient of [`board_conv3x3`]'s output with respect to its input: the convolution of

@@ -29,7 +29,8 @@ pub struct LoopConfig {
     /// ([`xiangqi_nn::Precision::Bf16`]), or `"auto"`, `bf16` where it can run and `f32`
     /// elsewhere. Where `"bf16"` cannot run (a CPU without AMX, a tower with global pooling or
     /// squeeze-excitation blocks) the run computes in `f32` and says so when it starts.
-    /// Training and the held-out losses are always `f32`, and a GPU device ignores the key.
+    /// The held-out losses are always `f32`, training is as `training.precision` says, and a
+    /// GPU device ignores the key.
     #[serde(skip_serializing_if = "is_f32")]
     pub precision: Precision,
     /// Samples trained per sample generated (each iteration takes
