@@ -255,6 +255,49 @@ unsafe fn tile_step(a: [*const u16; 2], a_stride: usize, b: [*const u16; 2], b_s
     }
 }
 
+/// Zeroes the sum tiles `tmm0`–`tmm3`.
+///
+/// # Safety
+/// AMX must be available, its state granted and [`CONFIG`] loaded.
+#[inline(always)]
+unsafe fn zero_sums() {
+    // SAFETY: the caller's contract.
+    unsafe {
+        asm!(
+            "tilezero tmm0",
+            "tilezero tmm1",
+            "tilezero tmm2",
+            "tilezero tmm3",
+            options(nostack, nomem)
+        )
+    }
+}
+
+/// Stores the sum tiles `tmm0`–`tmm3` as a block of 32 × 32 floats at `s`, rows `stride`
+/// floats apart: `tmm0` top left, `tmm1` top right, `tmm2` bottom left, `tmm3` bottom right.
+///
+/// # Safety
+/// As [`tile_step`]; the block (32 rows of 32 floats at the stride) must lie inside one
+/// allocation.
+#[inline(always)]
+unsafe fn store_sums(s: *mut f32, stride: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        asm!(
+            "tilestored [{s0} + {st}*1], tmm0",
+            "tilestored [{s1} + {st}*1], tmm1",
+            "tilestored [{s2} + {st}*1], tmm2",
+            "tilestored [{s3} + {st}*1], tmm3",
+            s0 = in(reg) s,
+            s1 = in(reg) s.add(N_TILE),
+            s2 = in(reg) s.add(M_TILE * stride),
+            s3 = in(reg) s.add(M_TILE * stride + N_TILE),
+            st = in(reg) stride * 4,
+            options(nostack),
+        )
+    }
+}
+
 /// Whether padded-board row `row` is a board point (not the zero border).
 fn interior(row: usize) -> bool {
     let r = row % PAD_SIZE;
@@ -280,16 +323,8 @@ unsafe fn layer_amx(conv: &AmxConv, input: &[u16], n: usize, out: Outputs<'_>, s
     let mut r0 = first;
     while r0 <= last {
         for j0 in (0..col_tiles).step_by(2) {
-            // SAFETY: zeroes tile registers configured above.
-            unsafe {
-                asm!(
-                    "tilezero tmm0",
-                    "tilezero tmm1",
-                    "tilezero tmm2",
-                    "tilezero tmm3",
-                    options(nostack, nomem)
-                )
-            };
+            // SAFETY: the tiles were configured above.
+            unsafe { zero_sums() };
             for (t, &tap) in conv.taps.iter().enumerate() {
                 let row = r0.wrapping_add_signed(tap);
                 for kb in 0..blocks {
@@ -304,22 +339,8 @@ unsafe fn layer_amx(conv: &AmxConv, input: &[u16], n: usize, out: Outputs<'_>, s
                     unsafe { tile_step([a0, a1], in_bytes, [b, b.add(tile_len)], 64) };
                 }
             }
-            let s = sums.as_mut_ptr();
             // SAFETY: four 16 × 16 f32 tiles into `sums` (32 rows of 32 floats, 4 KiB).
-            unsafe {
-                asm!(
-                    "tilestored [{s0} + {st}*1], tmm0",
-                    "tilestored [{s1} + {st}*1], tmm1",
-                    "tilestored [{s2} + {st}*1], tmm2",
-                    "tilestored [{s3} + {st}*1], tmm3",
-                    s0 = in(reg) s,
-                    s1 = in(reg) s.add(N_TILE),
-                    s2 = in(reg) s.add(M_TILE * 2 * N_TILE),
-                    s3 = in(reg) s.add(M_TILE * 2 * N_TILE + N_TILE),
-                    st = in(reg) 2 * N_TILE * 4,
-                    options(nostack),
-                )
-            };
+            unsafe { store_sums(sums.as_mut_ptr(), 2 * N_TILE) };
             // The epilogue, row by row.
             for i in 0..2 * M_TILE {
                 let row = r0 + i;
@@ -590,16 +611,8 @@ unsafe fn weight_grad_amx(
         let tap = (t / 3) as isize * PAD_FILES as isize + (t % 3) as isize - PAD_FILES as isize - 1;
         for c0 in (0..ci).step_by(2 * M_TILE) {
             for o0 in (0..co).step_by(2 * N_TILE) {
-                // SAFETY: zeroes tile registers configured above.
-                unsafe {
-                    asm!(
-                        "tilezero tmm0",
-                        "tilezero tmm1",
-                        "tilezero tmm2",
-                        "tilezero tmm3",
-                        options(nostack, nomem)
-                    )
-                };
+                // SAFETY: the tiles were configured above.
+                unsafe { zero_sums() };
                 for p0 in (0..k).step_by(2 * M_TILE) {
                     // Columns `col .. col + 32` with `col ≥ MARGIN − 12 ≥ 0` and `col + 32 ≤
                     // MARGIN + k + 12 ≤ len`, of rows `c0 .. c0 + 32 ≤ ci`.
@@ -614,20 +627,7 @@ unsafe fn weight_grad_amx(
                 let s = sums[(t * ci + c0) * co + o0..].as_mut_ptr();
                 // SAFETY: four 16 × 16 f32 tiles at rows `c0 .. c0 + 32`, columns `o0 .. o0 +
                 // 32` of the tap's `[ci, co]` block, inside `sums`.
-                unsafe {
-                    asm!(
-                        "tilestored [{s0} + {st}*1], tmm0",
-                        "tilestored [{s1} + {st}*1], tmm1",
-                        "tilestored [{s2} + {st}*1], tmm2",
-                        "tilestored [{s3} + {st}*1], tmm3",
-                        s0 = in(reg) s,
-                        s1 = in(reg) s.add(N_TILE),
-                        s2 = in(reg) s.add(M_TILE * co),
-                        s3 = in(reg) s.add(M_TILE * co + N_TILE),
-                        st = in(reg) co * 4,
-                        options(nostack),
-                    )
-                };
+                unsafe { store_sums(s, co) };
             }
         }
     }
