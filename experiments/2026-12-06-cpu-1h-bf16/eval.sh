@@ -4,31 +4,7 @@
 # colour-swapped pairs over the 8 built-in openings, seed 11, two matches at a time, one thread
 # each; and head to head against that record's hour of the same seed ("previous", self-play in
 # f32 on a faster host). Matches count games, not seconds: the host's speed does not enter them.
-X=${X:-/tmp/h1/xqz}; R=${R:-/tmp/h1}; OUT=${OUT:-/tmp/h1/eval}
-mkdir -p $OUT
-export RAYON_NUM_THREADS=1
-E=$(cd $(dirname $0)/.. && pwd)
-PREV=net:$E/2026-12-06-cpu-1h-full-search-half/seed1/net-min60
-G="--sims 32 --seed 11 --a-option algorithm=gumbel --a-option win_check=tree"
-NETB="--b-option algorithm=gumbel --b-option win_check=tree"
-FSF="uci:/usr/games/fairy-stockfish --b-option UCI_Variant=xiangqi --b-ranks 1"
-TAC="--option algorithm=gumbel --sims 32 --count 100"
-echo "eval start $(date -u +%FT%TZ)"
-N=$R/seed1/snap/min60
-NET="--a net:$N $G"
-O=$OUT/seed1-min60; mkdir -p $O
-$X arena $NET --b $FSF --b-nodes 1 --games 100 --pgn $O/fsf-1node.pgn > $O/fsf-1node.txt 2> $O/fsf-1node.err &
-$X arena $NET --b greedy --games 200 --pgn $O/greedy.pgn > $O/greedy.txt 2> $O/greedy.err
-wait
-$X arena $NET --b random --games 200 --pgn $O/random.pgn > $O/random.txt 2> $O/random.err &
-$X arena $NET --b $FSF --b-option "Skill Level=0" --b-nodes 32 --games 50 --pgn $O/fsf-skill0.pgn \
-  > $O/fsf-skill0.txt 2> $O/fsf-skill0.err
-wait
-$X arena $NET --b $PREV $NETB --games 100 --pgn $O/previous.pgn > $O/previous.txt 2> $O/previous.err &
-echo "== seed1 min60 win_check=tree" > $O/tactics.txt
-$X tactics --player net:$N $TAC --option win_check=tree --out $O/tactics-tree.tsv >> $O/tactics.txt 2> $O/tactics.err
-wait
-$X arena --a net:$N $G --b net:$R/seed1/snap/min30 $NETB --games 100 \
-  --pgn $OUT/seed1-min60-vs-min30.pgn > $OUT/seed1-min60-vs-min30.txt 2> $OUT/seed1-min60-vs-min30.err
-echo "eval end $(date -u +%FT%TZ)"
-echo eval-done > $OUT/DONE
+# The commands are ../hour/eval_hour.sh's.
+D=$(cd $(dirname $0) && pwd)
+X=${X:-/tmp/h1/xqz} R=${R:-/tmp/h1} OUT=${OUT:-/tmp/h1/eval} \
+  PREV=net:$D/../2026-12-06-cpu-1h-full-search-half/seed1/net-min60 exec $D/../hour/eval_hour.sh

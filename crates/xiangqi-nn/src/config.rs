@@ -351,12 +351,8 @@ pub struct TrainConfig {
     /// device of a CPU with Intel's AMX, `"f32"` elsewhere; `"auto"` is the same as `"bf16"`.
     /// The weights, the optimizer's state, batch normalisation, the heads and the losses stay
     /// `f32`. The default, `"f32"`, is not written.
-    #[serde(skip_serializing_if = "is_f32")]
+    #[serde(skip_serializing_if = "Precision::is_f32")]
     pub precision: Precision,
-}
-
-fn is_f32(p: &Precision) -> bool {
-    *p == Precision::F32
 }
 
 impl Default for TrainConfig {

@@ -277,6 +277,11 @@ impl std::fmt::Display for Precision {
 }
 
 impl Precision {
+    /// Whether this is [`Precision::F32`], the default (which configs leave unwritten).
+    pub fn is_f32(&self) -> bool {
+        *self == Precision::F32
+    }
+
     /// Whether this CPU and operating system can run [`Precision::Bf16`].
     pub fn bf16_available() -> bool {
         crate::kernels::bf16_available()

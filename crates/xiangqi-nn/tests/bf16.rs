@@ -35,13 +35,7 @@ fn trained(config: &NetConfig, encoding: Encoding, seed: u64) -> InferenceNet {
     let config = &NetConfig { input_features: encoding.planes > base, ..config.clone() };
     let training = TrainConfig { warmup_steps: 0, learning_rate: 0.01, ..TrainConfig::default() };
     let mut trainer = Trainer::for_encoding(config, encoding, &training, &device, seed).unwrap();
-    let x = planes(&encoding, 32, seed);
-    let mut batch = TrainBatch::for_encoding(encoding, 32);
-    for (j, p) in x.chunks_exact(encoding.input_size()).enumerate() {
-        let mut policy = vec![0.0; encoding.policy_size];
-        policy[(j * 131 + 7) % encoding.policy_size] = 1.0;
-        batch.push(p, &policy, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][j % 3], true);
-    }
+    let batch = batch(encoding, 32, seed);
     for _ in 0..5 {
         trainer.step(&batch).unwrap();
     }
@@ -186,10 +180,10 @@ fn bf16_falls_back_to_f32_where_it_cannot_run() {
     }
 }
 
-/// A batch of 64 real positions of `encoding` with fixed one-hot policy and WDL targets.
-fn batch(encoding: Encoding, seed: u64) -> TrainBatch {
-    let x = planes(&encoding, 64, seed);
-    let mut batch = TrainBatch::for_encoding(encoding, 64);
+/// A batch of `n` real positions of `encoding` with fixed one-hot policy and WDL targets.
+fn batch(encoding: Encoding, n: usize, seed: u64) -> TrainBatch {
+    let x = planes(&encoding, n, seed);
+    let mut batch = TrainBatch::for_encoding(encoding, n);
     for (j, p) in x.chunks_exact(encoding.input_size()).enumerate() {
         let mut policy = vec![0.0; encoding.policy_size];
         policy[(j * 131 + 7) % encoding.policy_size] = 1.0;
@@ -228,7 +222,7 @@ fn bf16_training_follows_f32_training() {
             assert_eq!(f.precision(), Precision::F32);
             assert_eq!(b.precision(), if amx { Precision::Bf16 } else { Precision::F32 });
             assert_eq!(new(Precision::Auto).precision(), b.precision(), "{what}: auto");
-            let data = batch(encoding, 11);
+            let data = batch(encoding, 64, 11);
             let (f1, b1) = (f.step(&data).unwrap(), b.step(&data).unwrap());
             let rel = |a: f32, b: f32| f64::from((a - b).abs() / a.abs().max(1e-6));
             assert!(rel(f1.policy_loss, b1.policy_loss) < 2e-3, "{what}: {f1:?} {b1:?}");

@@ -31,7 +31,7 @@ pub struct LoopConfig {
     /// squeeze-excitation blocks) the run computes in `f32` and says so when it starts.
     /// The held-out losses are always `f32`, training is as `training.precision` says, and a
     /// GPU device ignores the key.
-    #[serde(skip_serializing_if = "is_f32")]
+    #[serde(skip_serializing_if = "Precision::is_f32")]
     pub precision: Precision,
     /// Samples trained per sample generated (each iteration takes
     /// `round(new samples · train_ratio / batch_size)` optimizer steps, at least one).
@@ -221,10 +221,6 @@ fn is_zero(x: &f64) -> bool {
 
 fn is_false(x: &bool) -> bool {
     !*x
-}
-
-fn is_f32(p: &Precision) -> bool {
-    *p == Precision::F32
 }
 
 /// The most games an iteration may play.

@@ -1,0 +1,27 @@
+#!/bin/sh
+# The shared driver of a one-hour record of the README's main job (issue #25): `xqz bench`
+# before; `xqz train` without --config (the embedded configs/cpu.toml), two threads (every core),
+# SIGINT (a user's Ctrl-C: the last checkpoint is written) at 60 minutes, the newest checkpoint
+# copied at 30 minutes; `xqz bench` after; then the record's evaluation.
+#   X     the xqz binary
+#   R     the working folder: R/seed1/run (the run), R/seed1/snap/min30 and min60, R/DONE
+#   EVAL  the record's evaluation script, run last (its output in R/eval.out)
+: "${X:?}" "${R:?}" "${EVAL:?}"
+cd "$(dirname "$0")/../.."   # the repository root
+{ time $X bench --seconds 3; } > $R/bench-before.txt 2>&1
+S=$R/seed1; mkdir -p $S/snap
+echo "start $(date -u +%FT%TZ)" >> $S/snap/index.txt
+timeout -s INT 3600 $X train --run-dir $S/run --quiet > $S/run.log 2>&1 &
+T=$!
+sleep 1800
+c=$(ls -d $S/run/checkpoints/ckpt-* | sort | tail -1)
+cp -r "$c" $S/snap/min30
+echo "min30 $(basename $c) $(date -u +%FT%TZ)" >> $S/snap/index.txt
+wait $T
+c=$(ls -d $S/run/checkpoints/ckpt-* | sort | tail -1)
+cp -r "$c" $S/snap/min60
+echo "min60 $(basename $c) $(date -u +%FT%TZ)" >> $S/snap/index.txt
+{ time $X bench --seconds 3; } > $R/bench-after.txt 2>&1
+echo done > $R/DONE
+$EVAL > $R/eval.out 2>&1
+echo all-done > $R/ALLDONE
