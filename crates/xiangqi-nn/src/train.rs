@@ -185,9 +185,9 @@ impl ModuleVisitor for GradSquares<'_> {
     }
 }
 
-/// Added to the logit of every illegal action when they are masked: far below any logit a
-/// network produces, small enough that `0 · offset` stays an exact 0 in f32.
-const ILLEGAL_LOGIT_OFFSET: f32 = 1e9;
+// Added to the logit of every illegal action when they are masked: far below any logit a
+// network produces, small enough that `0 · offset` stays an exact 0 in f32.
+use crate::kernels::ILLEGAL_LOGIT_OFFSET;
 
 /// One micro-batch's samples (see [`TrainBatch`] for the layouts).
 struct Part {
@@ -228,26 +228,15 @@ fn pass(net: &Net, part: Part, scales: Scales, dev: &Device) -> (GradientsParams
     );
     let target_policy = Tensor::<2>::from_data(TensorData::new(part.policy, [m, policy_size]), dev);
     let target_wdl = Tensor::<2>::from_data(TensorData::new(part.wdl, [m, WDL]), dev);
-    let mask = Tensor::<2>::from_data(TensorData::new(part.full, [m, 1]), dev);
-    let value_weight = Tensor::<2>::from_data(TensorData::new(part.value_weight, [m, 1]), dev);
-    let column = |v: Vec<f32>| Tensor::<2>::from_data(TensorData::new(v, [m, 1]), dev);
+    let legal =
+        part.legal.map(|l| Tensor::<2>::from_data(TensorData::new(l, [m, policy_size]), dev));
+    let xent = CrossEntropy { dev, fused: dev.clone().inner() == Device::flex() };
 
     let (out, aux) = net.forward_with_auxiliary(x);
-    // Illegal actions get a logit far below any real one: a softmax weight of exactly 0, and so
-    // no gradient (0 · a finite log-probability in the cross-entropy).
-    let illegal = part.legal.map(|legal| {
-        Tensor::<2>::from_data(TensorData::new(legal, [m, policy_size]), dev)
-            .sub_scalar(1.0)
-            .mul_scalar(ILLEGAL_LOGIT_OFFSET)
-    });
-    let masked = |logits: Tensor<2>| match &illegal {
-        Some(offset) => logits + offset.clone(),
-        None => logits,
-    };
-    let log_policy = log_softmax(masked(out.policy), 1);
-    let log_wdl = log_softmax(out.wdl, 1);
-    let policy_ce = ((target_policy * log_policy.clone()).sum_dim(1) * mask.clone()).sum().neg();
-    let value_ce = ((target_wdl.clone() * log_wdl.clone()).sum_dim(1) * value_weight).sum().neg();
+    let wdl_logits = out.wdl.clone().inner();
+    let (policy_ce, entropy) =
+        xent.sum(out.policy, target_policy, legal.as_ref(), part.full.clone(), true);
+    let (value_ce, _) = xent.sum(out.wdl, target_wdl.clone(), None, part.value_weight, false);
     let [policy_scale, value_scale, opponent_scale, short_scale, moves_scale, soft_scale] =
         scales.0;
     let mut loss =
@@ -256,17 +245,18 @@ fn pass(net: &Net, part: Part, scales: Scales, dev: &Device) -> (GradientsParams
     let mut aux_sums: [Tensor<1>; 4] = std::array::from_fn(|_| Tensor::<1>::zeros([1], &inner));
     if let (Some(logits), Some((target, weight))) = (aux.opponent_policy, part.opponent) {
         let target = Tensor::<2>::from_data(TensorData::new(target, [m, policy_size]), dev);
-        let ce = ((target * log_softmax(logits, 1)).sum_dim(1) * column(weight)).sum().neg();
+        let (ce, _) = xent.sum(logits, target, None, weight, false);
         loss = loss + ce.clone().mul_scalar(opponent_scale);
         aux_sums[0] = ce.inner();
     }
     if let (Some(logits), Some((target, weight))) = (aux.short_term_value, part.short_term) {
         let target = Tensor::<2>::from_data(TensorData::new(target, [m, WDL]), dev);
-        let ce = ((target * log_softmax(logits, 1)).sum_dim(1) * column(weight)).sum().neg();
+        let (ce, _) = xent.sum(logits, target, None, weight, false);
         loss = loss + ce.clone().mul_scalar(short_scale);
         aux_sums[1] = ce.inner();
     }
     if let (Some(out), Some((target, weight))) = (aux.moves_left, part.moves_left) {
+        let column = |v: Vec<f32>| Tensor::<2>::from_data(TensorData::new(v, [m, 1]), dev);
         // Huber: q · (|d| − q / 2) with q = min(|d|, δ) is d² / 2 within δ, linear beyond.
         let d = (out - column(target)).abs();
         let q = d.clone().clamp_max(MOVES_LEFT_HUBER_DELTA);
@@ -277,18 +267,64 @@ fn pass(net: &Net, part: Part, scales: Scales, dev: &Device) -> (GradientsParams
     if let (Some(logits), Some(target)) = (aux.soft_policy, part.soft_policy) {
         // Over the legal moves and the full searches, as the policy term.
         let target = Tensor::<2>::from_data(TensorData::new(target, [m, policy_size]), dev);
-        let log_soft = log_softmax(masked(logits), 1);
-        let ce = ((target * log_soft).sum_dim(1) * mask).sum().neg();
+        let (ce, _) = xent.sum(logits, target, legal.as_ref(), part.full, false);
         loss = loss + ce.clone().mul_scalar(soft_scale);
         aux_sums[3] = ce.inner();
     }
     let grads = GradientsParams::from_grads(loss.backward(), net);
 
-    let log_policy = log_policy.inner();
-    let entropy = (log_policy.clone().exp() * log_policy).sum().neg();
-    let hits = log_wdl.inner().argmax(1).equal(target_wdl.inner().argmax(1)).float().sum();
+    // The argmax of the logits is that of their log-softmax.
+    let hits = wdl_logits.argmax(1).equal(target_wdl.inner().argmax(1)).float().sum();
     let [opponent, short, moves, soft] = aux_sums;
     (grads, [policy_ce.inner(), value_ce.inner(), entropy, hits, opponent, short, moves, soft])
+}
+
+/// The cross-entropy terms of [`pass`]: on burn's CPU backend the fused operation of
+/// [`crate::train_ops::softmax_cross_entropy`] (one pass per row, its own backward step), on
+/// other devices the same sums written with burn's operations.
+struct CrossEntropy<'a> {
+    dev: &'a Device,
+    fused: bool,
+}
+
+impl CrossEntropy<'_> {
+    /// `(Σᵢ weightᵢ · Σⱼ targetᵢⱼ · −log softmax(zᵢ)ⱼ, Σᵢ entropy(softmax(zᵢ)))` with `zᵢ =
+    /// logitsᵢ + (legalᵢ − 1) · ILLEGAL_LOGIT_OFFSET` where `legal` is given (the entropy, on
+    /// the plain device, only where `entropy` asks for it: 0 otherwise off the CPU).
+    ///
+    /// # Shapes
+    /// `logits`, `target`, `legal`: `[m, width]`; `weight`: `m` values → `[1]`, `[1]`.
+    fn sum(
+        &self,
+        logits: Tensor<2>,
+        target: Tensor<2>,
+        legal: Option<&Tensor<2>>,
+        weight: Vec<f32>,
+        entropy: bool,
+    ) -> (Tensor<1>, Tensor<1>) {
+        let m = weight.len();
+        if self.fused {
+            let weight = Tensor::<1>::from_data(TensorData::new(weight, [m]), self.dev);
+            return crate::train_ops::softmax_cross_entropy(logits, target, legal.cloned(), weight);
+        }
+        let weight = Tensor::<2>::from_data(TensorData::new(weight, [m, 1]), self.dev);
+        // Illegal actions get a logit far below any real one: a softmax weight of exactly 0,
+        // and so no gradient (0 · a finite log-probability in the cross-entropy).
+        let z = match legal {
+            Some(l) => logits + l.clone().sub_scalar(1.0).mul_scalar(ILLEGAL_LOGIT_OFFSET),
+            None => logits,
+        };
+        let log_p = log_softmax(z, 1);
+        let ce = ((target * log_p.clone()).sum_dim(1) * weight).sum().neg();
+        let inner = self.dev.clone().inner();
+        let h = if entropy {
+            let log_p = log_p.inner();
+            (log_p.clone().exp() * log_p).sum().neg()
+        } else {
+            Tensor::<1>::zeros([1], &inner)
+        };
+        (ce, h)
+    }
 }
 
 /// Adds the gradients of `other` into `acc`.

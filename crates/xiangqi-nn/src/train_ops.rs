@@ -18,6 +18,13 @@
 //! The results are burn's (`conv2d` with padding 1, stride 1, no bias; `batch_norm_train`) up to
 //! the rounding of another summation order: the tests compare values and every gradient with
 //! burn's within 1e-4.
+//!
+//! [`softmax_cross_entropy`] is the training losses' cross-entropy on burn's CPU backend
+//! ([`LossOps`], `kernels::softmax_cross_entropy` and its gradient): one operation where
+//! `log_softmax` and the products and sums around it are a dozen, each a pass over the
+//! `[B, POLICY_SIZE]` logits. The training step writes the same sums with burn's operations on
+//! the GPU backends. The tests compare the loss, the entropy and the gradient with those of
+//! `log_softmax` within 1e-5.
 
 use std::cell::Cell;
 
@@ -419,6 +426,198 @@ pub fn board_conv3x3(x: Tensor<4>, weight: Tensor<4>) -> Tensor<4> {
     ))
 }
 
+/// The training losses' softmax cross-entropy with its own backward step, on burn's CPU backend
+/// ([`softmax_cross_entropy`]); the training step writes the loss with burn's operations on
+/// other devices.
+#[backend_extension(Flex, Autodiff)]
+pub trait LossOps: Backend {
+    /// `(loss, entropy, probabilities)` of rows of logits `[rows, width]` against target rows
+    /// `[rows, width]` weighted per row (`weight`, `[rows]`): the loss `[1]` is
+    /// `Σᵢ weightᵢ · Σⱼ targetᵢⱼ · −log softmax(zᵢ)ⱼ`, the entropy `[1]` the unweighted sum of
+    /// the softmaxes' entropies, the probabilities `[rows, width]` the softmax itself. With
+    /// `masked`, `zᵢ = logitsᵢ + (legalᵢ − 1) · 10⁹` (`legal` 1 or 0 per action, `[rows, width]`;
+    /// a row with no allowed action is taken whole); without, `zᵢ = logitsᵢ` and `legal` is
+    /// not read.
+    fn softmax_cross_entropy(
+        logits: FloatTensor<Self>,
+        target: FloatTensor<Self>,
+        legal: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        masked: bool,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
+
+    /// The gradient of [`LossOps::softmax_cross_entropy`]'s loss with respect to the logits,
+    /// `[rows, width]`, given the loss's own gradient `grad` (`[1]`) and the probabilities the
+    /// forward pass returned.
+    fn softmax_cross_entropy_backward(
+        probs: FloatTensor<Self>,
+        target: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self>;
+}
+
+/// A contiguous `f32` view of a tensor of rank 2, with its shape, or `None` for another dtype or
+/// rank.
+fn host2(t: &FlexTensor) -> Option<(std::borrow::Cow<'_, [f32]>, [usize; 2])> {
+    if t.dtype() != DType::F32 {
+        return None;
+    }
+    let dims: [usize; 2] = t.shape().as_slice().try_into().ok()?;
+    let data = match t.as_slice::<f32>() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(t.to_contiguous().as_slice::<f32>()?.to_vec()),
+    };
+    Some((data, dims))
+}
+
+impl LossOps for Flex {
+    fn softmax_cross_entropy(
+        logits: FlexTensor,
+        target: FlexTensor,
+        legal: FlexTensor,
+        weight: FlexTensor,
+        masked: bool,
+    ) -> (FlexTensor, FlexTensor, FlexTensor) {
+        let (z, dims) = host2(&logits).expect("softmax_cross_entropy: f32 logits of rank 2");
+        let (t, target_dims) =
+            host2(&target).expect("softmax_cross_entropy: f32 targets of rank 2");
+        let w = vector(&weight).expect("softmax_cross_entropy: f32 weights of rank 1");
+        assert!(
+            target_dims == dims && w.len() == dims[0],
+            "softmax_cross_entropy: logits {dims:?}, targets {target_dims:?}, {} weights",
+            w.len()
+        );
+        let legal =
+            masked.then(|| host2(&legal).expect("softmax_cross_entropy: f32 mask of rank 2"));
+        let (loss, entropy, probs) = kernels::softmax_cross_entropy(
+            &z,
+            &t,
+            legal.as_ref().map(|(l, _)| &l[..]),
+            &w,
+            dims[1],
+        );
+        let probs = FlexTensor::from_data(TensorData::new(probs, dims));
+        (flex1(vec![loss as f32]), flex1(vec![entropy as f32]), probs)
+    }
+
+    fn softmax_cross_entropy_backward(
+        probs: FlexTensor,
+        target: FlexTensor,
+        weight: FlexTensor,
+        grad: FlexTensor,
+    ) -> FlexTensor {
+        let (p, dims) = host2(&probs).expect("softmax_cross_entropy_backward: probabilities");
+        let (t, _) = host2(&target).expect("softmax_cross_entropy_backward: targets");
+        let w = vector(&weight).expect("softmax_cross_entropy_backward: weights");
+        let scale = vector(&grad).expect("softmax_cross_entropy_backward: the loss's gradient");
+        let g = kernels::softmax_cross_entropy_grad(&p, &t, &w, dims[1], scale[0]);
+        FlexTensor::from_data(TensorData::new(g, dims))
+    }
+}
+
+/// The backward step of [`LossOps::softmax_cross_entropy`] under autodiff: the probabilities,
+/// targets and weights are kept from the forward pass.
+#[derive(Debug)]
+struct SoftmaxCrossEntropyBackward;
+
+impl<B: Backend + LossOps> Backward<B, 1> for SoftmaxCrossEntropyBackward {
+    type State = (B::FloatTensorPrimitive, B::FloatTensorPrimitive, B::FloatTensorPrimitive);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [node_logits] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let (probs, target, weight) = ops.state;
+        if let Some(node) = node_logits {
+            let dz = B::softmax_cross_entropy_backward(probs, target, weight, grad);
+            grads.register::<B>(node.id, dz);
+        }
+    }
+}
+
+impl<B: Backend + LossOps, C: CheckpointStrategy> LossOps for Autodiff<B, C> {
+    fn softmax_cross_entropy(
+        logits: FloatTensor<Self>,
+        target: FloatTensor<Self>,
+        legal: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        masked: bool,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        let (target, legal, weight) =
+            (target.into_primitive(), legal.into_primitive(), weight.into_primitive());
+        match SoftmaxCrossEntropyBackward.prepare::<C>([logits.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let (loss, entropy, probs) = B::softmax_cross_entropy(
+                    logits.into_primitive(),
+                    target.clone(),
+                    legal,
+                    weight.clone(),
+                    masked,
+                );
+                let state = (probs.clone(), target, weight);
+                (prep.finish(state, loss), Self::from_inner(entropy), Self::from_inner(probs))
+            }
+            OpsKind::UnTracked(prep) => {
+                let (loss, entropy, probs) = B::softmax_cross_entropy(
+                    logits.into_primitive(),
+                    target,
+                    legal,
+                    weight,
+                    masked,
+                );
+                (prep.finish(loss), Self::from_inner(entropy), Self::from_inner(probs))
+            }
+        }
+    }
+
+    fn softmax_cross_entropy_backward(
+        probs: FloatTensor<Self>,
+        target: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        Self::from_inner(B::softmax_cross_entropy_backward(
+            probs.into_primitive(),
+            target.into_primitive(),
+            weight.into_primitive(),
+            grad.into_primitive(),
+        ))
+    }
+}
+
+/// The softmax cross-entropy of the training losses on burn's CPU backend, in one pass per row
+/// with a backward step of its own (`kernels::softmax_cross_entropy`): `(loss, entropy)`, the
+/// loss `Σᵢ weightᵢ · Σⱼ targetᵢⱼ · −log softmax(zᵢ)ⱼ` (differentiable in `logits`), the
+/// entropy the unweighted sum of the rows' softmax entropies (`[1]`, on the plain device).
+/// With `legal`, `zᵢ = logitsᵢ + (legalᵢ − 1) · 10⁹`: actions ruled out (0) get probability 0,
+/// as `log_softmax` of those logits gives them; a row with none allowed is taken whole.
+///
+/// # Shapes
+/// `logits`, `target`, `legal`: `[rows, width]`; `weight`: `[rows]` → `[1]`, `[1]`.
+///
+/// # Panics
+/// On a device other than burn's CPU backend (with or without autodiff), or if the shapes do
+/// not match.
+pub fn softmax_cross_entropy(
+    logits: Tensor<2>,
+    target: Tensor<2>,
+    legal: Option<Tensor<2>>,
+    weight: Tensor<1>,
+) -> (Tensor<1>, Tensor<1>) {
+    let masked = legal.is_some();
+    // Unread without the mask: any tensor of the batch's device stands in.
+    let legal = legal.unwrap_or_else(|| target.clone());
+    let (loss, entropy, _) = <Dispatch as LossOps>::softmax_cross_entropy(
+        logits.into_dispatch(),
+        target.into_dispatch(),
+        legal.into_dispatch(),
+        weight.into_dispatch(),
+        masked,
+    );
+    let entropy: Tensor<1> = Tensor::from_dispatch(entropy);
+    (Tensor::from_dispatch(loss), entropy.inner())
+}
+
 #[cfg(test)]
 mod tests {
     use burn::tensor::module::conv2d;
@@ -554,6 +753,66 @@ mod tests {
             close(&format!("{what}: variance"), v(var1), v(theirs.variance));
             close(&format!("{what}: gamma gradient"), v(dg1), v(dg2));
             close(&format!("{what}: beta gradient"), v(db1), v(db2));
+        }
+    }
+
+    /// The fused cross-entropy: its loss, entropy and logit gradient equal the same sums
+    /// written with burn's `log_softmax` (the masked logits offset by 10⁹), for the policy's
+    /// width with and without the mask and for the value's three outcomes, in batches of one
+    /// task and of several.
+    #[test]
+    fn the_fused_cross_entropy_is_burns_log_softmax() {
+        use burn::tensor::activation::log_softmax;
+        let device = crate::cpu_device().autodiff();
+        for (rows, width, masked) in
+            [(37, 2166, true), (37, 2166, false), (5, 3, false), (1, 90, true)]
+        {
+            let what = format!("{rows} x {width}, masked {masked}");
+            let logits =
+                Tensor::<2>::random([rows, width], Distribution::Normal(0.0, 3.0), &device);
+            let legal =
+                Tensor::<2>::random([rows, width], Distribution::Uniform(0.0, 1.0), &device)
+                    .lower_elem(0.1)
+                    .float();
+            // Targets on allowed actions: a softmax of other logits, times the mask.
+            let raw = Tensor::<2>::random([rows, width], Distribution::Normal(0.0, 1.0), &device);
+            let mut target = burn::tensor::activation::softmax(raw, 1);
+            if masked {
+                target = target * legal.clone();
+            }
+            let weight = Tensor::<1>::random([rows], Distribution::Uniform(0.0, 2.0), &device);
+            // A loss with a factor, so that the gradient's scale is checked too.
+            let ours_logits = logits.clone().require_grad();
+            let (ours, entropy) = softmax_cross_entropy(
+                ours_logits.clone(),
+                target.clone(),
+                masked.then(|| legal.clone()),
+                weight.clone(),
+            );
+            let grads = ours.clone().mul_scalar(0.3).backward();
+            let ours_grad = ours_logits.grad(&grads).expect("the logits' gradient");
+
+            let theirs_logits = logits.require_grad();
+            let z = if masked {
+                theirs_logits.clone() + legal.sub_scalar(1.0).mul_scalar(1e9)
+            } else {
+                theirs_logits.clone()
+            };
+            let log_p = log_softmax(z, 1);
+            let theirs =
+                ((target * log_p.clone()).sum_dim(1) * weight.reshape([rows, 1])).sum().neg();
+            let grads = theirs.clone().mul_scalar(0.3).backward();
+            let theirs_grad = theirs_logits.grad(&grads).expect("the logits' gradient");
+            let log_p = log_p.inner();
+            let theirs_entropy = (log_p.clone().exp() * log_p).sum().neg();
+
+            let scalar = |t: Tensor<1>| t.into_data().try_to_vec::<f32>().expect("f32")[0];
+            let (a, b) = (scalar(ours.inner()), scalar(theirs.inner()));
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{what}: loss {a} vs burn's {b}");
+            let (a, b) = (scalar(entropy), scalar(theirs_entropy));
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{what}: entropy {a} vs burn's {b}");
+            let v = |t: Tensor<2>| t.reshape([1, 1, rows, width]);
+            close(&format!("{what}: logit gradient"), v(ours_grad), v(theirs_grad));
         }
     }
 

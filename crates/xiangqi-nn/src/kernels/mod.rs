@@ -45,6 +45,9 @@
 //! definitions with every instruction set (this module's tests). With
 //! `training.precision = "bf16"` on a CPU with AMX, the three convolutions run as AMX tile
 //! products in bfloat16 with `f32` sums (the `amx` module); batch normalisation stays `f32`.
+//! The losses' softmax cross-entropy (the policy's over the legal moves, the auxiliary heads',
+//! the value's) runs in one pass per row with a vectorised `exp`, its gradient in another
+//! (the `loss` module).
 
 use std::cell::RefCell;
 
@@ -54,7 +57,10 @@ use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE};
 
 #[cfg(target_arch = "x86_64")]
 mod amx;
+mod loss;
 mod train;
+
+pub(crate) use loss::{ILLEGAL_LOGIT_OFFSET, softmax_cross_entropy, softmax_cross_entropy_grad};
 
 pub(crate) use train::{
     batch_norm_train, batch_norm_train_backward, board_conv3x3, board_conv3x3_input_grad,
