@@ -436,7 +436,8 @@ pub trait LossOps: Backend {
     /// `Σᵢ weightᵢ · Σⱼ targetᵢⱼ · −log softmax(zᵢ)ⱼ`, the entropy `[1]` the unweighted sum of
     /// the softmaxes' entropies, the probabilities `[rows, width]` the softmax itself. With
     /// `masked`, `zᵢ = logitsᵢ + (legalᵢ − 1) · 10⁹` (`legal` 1 or 0 per action, `[rows, width]`;
-    /// a row with no allowed action is taken whole); without, `zᵢ = logitsᵢ` and `legal` is
+    /// a row with no allowed action is taken whole; the actions ruled out get probability 0
+    /// even where the logits reach 10⁹); without, `zᵢ = logitsᵢ` and `legal` is
     /// not read.
     fn softmax_cross_entropy(
         logits: FloatTensor<Self>,
@@ -590,7 +591,9 @@ impl<B: Backend + LossOps, C: CheckpointStrategy> LossOps for Autodiff<B, C> {
 /// loss `Σᵢ weightᵢ · Σⱼ targetᵢⱼ · −log softmax(zᵢ)ⱼ` (differentiable in `logits`), the
 /// entropy the unweighted sum of the rows' softmax entropies (`[1]`, on the plain device).
 /// With `legal`, `zᵢ = logitsᵢ + (legalᵢ − 1) · 10⁹`: actions ruled out (0) get probability 0,
-/// as `log_softmax` of those logits gives them; a row with none allowed is taken whole.
+/// as `log_softmax` of those logits gives them while the logits stay far below 10⁹ in magnitude
+/// (beyond, where a diverging net's logits reach the offset, they still get exactly 0 here); a
+/// row with none allowed is taken whole.
 ///
 /// # Shapes
 /// `logits`, `target`, `legal`: `[rows, width]`; `weight`: `[rows]` → `[1]`, `[1]`.

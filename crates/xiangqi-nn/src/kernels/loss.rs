@@ -15,6 +15,11 @@ use rayon::prelude::*;
 /// The logit offset of an action the mask rules out, as `log_softmax(logits + (legal − 1) ·
 /// ILLEGAL_LOGIT_OFFSET)` would apply it: its probability is exactly 0, and a target on it
 /// (none of ours) costs `target · ILLEGAL_LOGIT_OFFSET`.
+///
+/// The kernels leave ruled-out actions out of the softmax instead of adding the offset: the
+/// same result while the logits stay far below the offset in magnitude (any net that trains),
+/// and still probability 0 where a diverging net's logits reach it, where the offset alone no
+/// longer pushes them below the legal ones.
 pub(crate) const ILLEGAL_LOGIT_OFFSET: f32 = 1e9;
 
 /// Rows per parallel task: a task's share of work is at least this many rows of the widest
@@ -207,8 +212,8 @@ fn row_forward<S: Simd>(
 /// (each a distribution, or zero), weighted per row:
 /// `(Σᵢ weightᵢ · Σⱼ targetᵢⱼ · −log softmax(zᵢ)ⱼ, Σᵢ entropy(softmax(zᵢ)), softmax(z))`,
 /// where `zᵢ = logitsᵢ + (legalᵢ − 1) · ILLEGAL_LOGIT_OFFSET` with `legal` (1 for an allowed
-/// action, 0 for one ruled out; a row with no allowed action is taken whole) and `zᵢ =
-/// logitsᵢ` without. The probabilities (`[rows, width]`, exactly 0 where ruled out) are what
+/// action, 0 for one ruled out; a row with no allowed action is taken whole; see
+/// [`ILLEGAL_LOGIT_OFFSET`] for logits near the offset) and `zᵢ = logitsᵢ` without. The probabilities (`[rows, width]`, exactly 0 where ruled out) are what
 /// [`softmax_cross_entropy_grad`] needs. Both sums run over the rows in order, whatever the
 /// threads: the result does not depend on their number.
 ///
