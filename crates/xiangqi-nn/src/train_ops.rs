@@ -116,18 +116,18 @@ pub trait BoardOps: Backend {
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 impl BoardOps for burn::backend::Cube {}
 
-/// The shape of an `f32` tensor of rank 4, or `None` for another dtype or rank.
-fn dims4(t: &FlexTensor) -> Option<[usize; 4]> {
+/// The shape of an `f32` tensor of rank `D`, or `None` for another dtype or rank.
+fn dims<const D: usize>(t: &FlexTensor) -> Option<[usize; D]> {
     if t.dtype() != DType::F32 {
         return None;
     }
     t.shape().as_slice().try_into().ok()
 }
 
-/// A contiguous `f32` view of a tensor of rank 4, with its shape, or `None` for another dtype
+/// A contiguous `f32` view of a tensor of rank `D`, with its shape, or `None` for another dtype
 /// or rank.
-fn host(t: &FlexTensor) -> Option<(std::borrow::Cow<'_, [f32]>, [usize; 4])> {
-    let dims = dims4(t)?;
+fn host<const D: usize>(t: &FlexTensor) -> Option<(std::borrow::Cow<'_, [f32]>, [usize; D])> {
+    let dims = dims::<D>(t)?;
     let data = match t.as_slice::<f32>() {
         Some(s) => std::borrow::Cow::Borrowed(s),
         None => std::borrow::Cow::Owned(t.to_contiguous().as_slice::<f32>()?.to_vec()),
@@ -148,13 +148,7 @@ fn on_board_channels(x: [usize; 4], channels: usize) -> bool {
 
 /// A contiguous `f32` copy of a tensor of rank 1, or `None` for another dtype or rank.
 fn vector(t: &FlexTensor) -> Option<Vec<f32>> {
-    if t.dtype() != DType::F32 || t.shape().num_dims() != 1 {
-        return None;
-    }
-    match t.as_slice::<f32>() {
-        Some(s) => Some(s.to_vec()),
-        None => Some(t.to_contiguous().as_slice::<f32>()?.to_vec()),
-    }
+    host::<1>(t).map(|(data, _)| data.into_owned())
 }
 
 fn flex(data: Vec<f32>, dims: [usize; 4]) -> FlexTensor {
@@ -183,7 +177,8 @@ impl BoardOps for Flex {
         grad: FlexTensor,
         bf16: bool,
     ) -> FlexTensor {
-        if let (Some(xd), Some((ws, wd)), Some((gs, gd))) = (dims4(&x), host(&weight), host(&grad))
+        if let (Some(xd), Some((ws, wd)), Some((gs, gd))) =
+            (dims::<4>(&x), host(&weight), host(&grad))
             && on_board(xd, wd)
             && gd == [xd[0], wd[0], xd[2], xd[3]]
         {
@@ -199,7 +194,8 @@ impl BoardOps for Flex {
         grad: FlexTensor,
         bf16: bool,
     ) -> FlexTensor {
-        if let (Some((xs, xd)), Some(wd), Some((gs, gd))) = (host(&x), dims4(&weight), host(&grad))
+        if let (Some((xs, xd)), Some(wd), Some((gs, gd))) =
+            (host(&x), dims::<4>(&weight), host(&grad))
             && on_board(xd, wd)
             && gd == [xd[0], wd[0], xd[2], xd[3]]
         {
@@ -458,20 +454,6 @@ pub trait LossOps: Backend {
     ) -> FloatTensor<Self>;
 }
 
-/// A contiguous `f32` view of a tensor of rank 2, with its shape, or `None` for another dtype or
-/// rank.
-fn host2(t: &FlexTensor) -> Option<(std::borrow::Cow<'_, [f32]>, [usize; 2])> {
-    if t.dtype() != DType::F32 {
-        return None;
-    }
-    let dims: [usize; 2] = t.shape().as_slice().try_into().ok()?;
-    let data = match t.as_slice::<f32>() {
-        Some(s) => std::borrow::Cow::Borrowed(s),
-        None => std::borrow::Cow::Owned(t.to_contiguous().as_slice::<f32>()?.to_vec()),
-    };
-    Some((data, dims))
-}
-
 impl LossOps for Flex {
     fn softmax_cross_entropy(
         logits: FlexTensor,
@@ -480,9 +462,9 @@ impl LossOps for Flex {
         weight: FlexTensor,
         masked: bool,
     ) -> (FlexTensor, FlexTensor, FlexTensor) {
-        let (z, dims) = host2(&logits).expect("softmax_cross_entropy: f32 logits of rank 2");
+        let (z, dims) = host::<2>(&logits).expect("softmax_cross_entropy: f32 logits of rank 2");
         let (t, target_dims) =
-            host2(&target).expect("softmax_cross_entropy: f32 targets of rank 2");
+            host::<2>(&target).expect("softmax_cross_entropy: f32 targets of rank 2");
         let w = vector(&weight).expect("softmax_cross_entropy: f32 weights of rank 1");
         assert!(
             target_dims == dims && w.len() == dims[0],
@@ -490,7 +472,7 @@ impl LossOps for Flex {
             w.len()
         );
         let legal =
-            masked.then(|| host2(&legal).expect("softmax_cross_entropy: f32 mask of rank 2"));
+            masked.then(|| host::<2>(&legal).expect("softmax_cross_entropy: f32 mask of rank 2"));
         let (loss, entropy, probs) = kernels::softmax_cross_entropy(
             &z,
             &t,
@@ -508,8 +490,8 @@ impl LossOps for Flex {
         weight: FlexTensor,
         grad: FlexTensor,
     ) -> FlexTensor {
-        let (p, dims) = host2(&probs).expect("softmax_cross_entropy_backward: probabilities");
-        let (t, _) = host2(&target).expect("softmax_cross_entropy_backward: targets");
+        let (p, dims) = host::<2>(&probs).expect("softmax_cross_entropy_backward: probabilities");
+        let (t, _) = host::<2>(&target).expect("softmax_cross_entropy_backward: targets");
         let w = vector(&weight).expect("softmax_cross_entropy_backward: weights");
         let scale = vector(&grad).expect("softmax_cross_entropy_backward: the loss's gradient");
         let g = kernels::softmax_cross_entropy_grad(&p, &t, &w, dims[1], scale[0]);

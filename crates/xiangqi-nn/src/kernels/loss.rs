@@ -22,9 +22,31 @@ use rayon::prelude::*;
 /// longer pushes them below the legal ones.
 pub(crate) const ILLEGAL_LOGIT_OFFSET: f32 = 1e9;
 
-/// Rows per parallel task: a task's share of work is at least this many rows of the widest
-/// output (tens of microseconds), so that small batches stay on the caller's thread.
-const ROWS_PER_TASK: usize = 16;
+/// Floats per parallel task, about 16 rows of the policy's width (tens of microseconds of
+/// work): a batch of the value's three outcomes, or a small batch, stays on the caller's thread.
+const TASK_FLOATS: usize = 16 * 2166;
+
+/// `run(first_row, rows)` over the rows of `out` (`width` floats each) and the matching entries
+/// of `per_row` (one per row; empty to have none), in tasks of whole rows and about
+/// [`TASK_FLOATS`] floats, in parallel where there is more than one task.
+fn by_rows<T: Send>(
+    out: &mut [f32],
+    per_row: &mut [T],
+    width: usize,
+    run: impl Fn(usize, &mut [f32], &mut [T]) + Sync,
+) {
+    let rows = (TASK_FLOATS / width).max(1);
+    if out.len() <= rows * width {
+        run(0, out, per_row);
+    } else if per_row.is_empty() {
+        out.par_chunks_mut(rows * width).enumerate().for_each(|(i, o)| run(i * rows, o, &mut []));
+    } else {
+        out.par_chunks_mut(rows * width)
+            .zip(per_row.par_chunks_mut(rows))
+            .enumerate()
+            .for_each(|(i, (o, r))| run(i * rows, o, r));
+    }
+}
 
 /// `eˣ` lane by lane for `x ≤ 0` (a positive `x` is taken as 0), within 2 · 10⁻⁷ of `eˣ`
 /// relative (the tests sweep the range against `f64` with every instruction set); below −87 it
@@ -235,18 +257,9 @@ pub(crate) fn softmax_cross_entropy(
     }
     let mut probs = vec![0.0f32; rows * width];
     let mut per_row = vec![(0.0f32, 0.0f32); rows];
-    let run = |first_row: usize, probs: &mut [f32], out: &mut [(f32, f32)]| {
+    by_rows(&mut probs, &mut per_row, width, |first_row, probs, out| {
         Arch::new().dispatch(Forward { logits, target, legal, width, first_row, probs, out })
-    };
-    if rows <= ROWS_PER_TASK {
-        run(0, &mut probs, &mut per_row);
-    } else {
-        probs
-            .par_chunks_mut(ROWS_PER_TASK * width)
-            .zip(per_row.par_chunks_mut(ROWS_PER_TASK))
-            .enumerate()
-            .for_each(|(i, (p, o))| run(i * ROWS_PER_TASK, p, o));
-    }
+    });
     let mut ce = 0.0f64;
     let mut entropy = 0.0f64;
     for (&(c, e), &w) in per_row.iter().zip(weight) {
@@ -315,16 +328,9 @@ pub(crate) fn softmax_cross_entropy_grad(
     assert_eq!(probs.len(), rows * width, "softmax_cross_entropy_grad: probs");
     assert_eq!(target.len(), rows * width, "softmax_cross_entropy_grad: target");
     let mut grad = vec![0.0f32; rows * width];
-    let run = |first_row: usize, grad: &mut [f32]| {
+    by_rows(&mut grad, &mut [(); 0], width, |first_row, grad, _| {
         Arch::new().dispatch(Backward { probs, target, weight, width, first_row, scale, grad })
-    };
-    if rows <= ROWS_PER_TASK {
-        run(0, &mut grad);
-    } else {
-        grad.par_chunks_mut(ROWS_PER_TASK * width)
-            .enumerate()
-            .for_each(|(i, g)| run(i * ROWS_PER_TASK, g));
-    }
+    });
     grad
 }
 
