@@ -1,10 +1,12 @@
 //! `xqz bench`: the network's throughput on a device: inference positions per second at batch
 //! 64, 256 and 1024 or the batches `--batches` names (the folded net self-play evaluates with,
-//! planes in and logits out), and training samples per second at the config's batch size. On
-//! the CPU the inference lines are the CPU kernels self-play uses, with burn's operations on the
-//! same net beside them (`inference (burn)`) for comparison; on a CPU with AMX also the bfloat16
-//! tower (`inference (bf16)`) and bfloat16 training (`training  (bf16)`). The net has the shapes of the
-//! config's game (`selfplay.game`), its inputs that game's positions.
+//! planes in and every logit out), and training samples per second at the config's batch size.
+//! The kernels' lines each have a `legal` twin that asks only for the policy logits of the
+//! positions' legal moves, as self-play's evaluator does. On the CPU the inference lines are
+//! the CPU kernels self-play uses, with burn's operations on the same net beside them
+//! (`inference (burn)`) for comparison; on a CPU with AMX also the bfloat16 tower (`inference
+//! (bf16)`) and bfloat16 training (`training  (bf16)`). The net has the shapes of the config's
+//! game (`selfplay.game`), its inputs that game's positions.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,21 +52,36 @@ pub struct Args {
     export: Option<PathBuf>,
 }
 
-/// Input planes of `n` positions of game `G` from a deterministic walk of legal moves.
-fn positions<G: GameEnv>(encoding: &Encoding, n: usize) -> Vec<f32> {
-    let mut out = vec![0.0; n * encoding.input_size()];
+/// `n` positions of game `G` from a deterministic walk of legal moves.
+struct Positions {
+    /// Input planes, `[n, planes, 10, 9]`.
+    planes: Vec<f32>,
+    /// Position `i`'s legal moves' policy indices are `indices[offsets[i]..offsets[i + 1]]`.
+    offsets: Vec<usize>,
+    indices: Vec<u32>,
+}
+
+fn positions<G: GameEnv>(encoding: &Encoding, n: usize) -> anyhow::Result<Positions> {
+    let mut planes = vec![0.0; n * encoding.input_size()];
+    let (mut offsets, mut indices) = (vec![0], Vec::new());
     let new = || G::new_game(G::start_position(G::default_rules()), G::default_rules());
     let mut game = new();
-    for (i, chunk) in out.chunks_exact_mut(encoding.input_size()).enumerate() {
+    for (i, chunk) in planes.chunks_exact_mut(encoding.input_size()).enumerate() {
         encoding.encode(&game, chunk);
         let moves = game.legal_moves_vec();
+        for &m in &moves {
+            let k = G::move_to_index(m, game.turn())
+                .with_context(|| format!("{m} has no policy index"))?;
+            indices.push(u32::try_from(k)?);
+        }
+        offsets.push(indices.len());
         if moves.is_empty() || game.moves().len() >= 120 {
             game = new();
         } else {
             SearchGame::play(&mut game, moves[(i * 7919 + 13) % moves.len()]);
         }
     }
-    out
+    Ok(Positions { planes, offsets, indices })
 }
 
 /// Calls `f` once to warm up, then repeatedly for about `seconds`; the rate of `units` per call,
@@ -118,6 +135,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         GameKind::Xiangqi => positions::<Game>(&encoding, n),
         GameKind::Janggi => positions::<janggi::Game>(&encoding, n),
     };
+    // The policy logits of the positions' legal moves only, as self-play's evaluator asks.
+    let legal = |net: &InferenceNet, p: &Positions, policy: &mut Vec<f32>, wdl: &mut Vec<f32>| {
+        net.predict_chosen_into(&p.planes, &p.offsets, &p.indices, policy, wdl)
+    };
     let net = Net::seeded_for(c, encoding, &device, 1);
     if let Some(dir) = &args.export {
         let out = crate::export::export_target("--export", dir, None)?;
@@ -137,12 +158,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     for &batch in &args.batches {
         let batch = batch as usize;
-        let planes = positions(batch);
+        let p = positions(batch)?;
+        let planes = &p.planes;
         let mut out = Logits::empty(encoding.policy_size);
+        let (mut policy, mut wdl) = (Vec::new(), Vec::new());
         let r = rate(args.seconds, batch, || {
-            folded.predict_into(&planes, &mut out).map_err(Into::into)
+            folded.predict_into(planes, &mut out).map_err(Into::into)
         })?;
         outln!("inference  batch {batch:>5}: {r:>10.0} positions/s");
+        let r = rate(args.seconds, batch, || {
+            legal(&folded, &p, &mut policy, &mut wdl).map_err(Into::into)
+        })?;
+        outln!("inference (legal) {batch:>4}: {r:>10.0} positions/s");
         if folded.path() == InferencePath::Kernels {
             let r = rate(args.seconds, batch, || {
                 burn.predict(planes.clone()).map(|_| ()).map_err(Into::into)
@@ -151,13 +178,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
         if let Some(bf16) = &bf16 {
             let r = rate(args.seconds, batch, || {
-                bf16.predict_into(&planes, &mut out).map_err(Into::into)
+                bf16.predict_into(planes, &mut out).map_err(Into::into)
             })?;
             outln!("inference (bf16) {batch:>5}: {r:>10.0} positions/s");
+            let r = rate(args.seconds, batch, || {
+                legal(bf16, &p, &mut policy, &mut wdl).map_err(Into::into)
+            })?;
+            outln!("inference (bf16, legal) {batch:>5}: {r:>10.0} positions/s");
         }
     }
     let n = config.run().batch_size;
-    let planes = positions(n);
+    let planes = positions(n)?.planes;
     let mut batch = TrainBatch::for_encoding(encoding, n);
     let policy_size = encoding.policy_size;
     for (i, p) in planes.chunks_exact(encoding.input_size()).enumerate() {

@@ -35,7 +35,7 @@ use xiangqi_search::{Encoding, EvalBuffer, EvalRequest, Evaluator, GameEnv};
 
 use crate::config::NetConfig;
 use crate::error::NnError;
-use crate::kernels::{AmxTower, HostBlock, HostNet, Packed};
+use crate::kernels::{AmxTower, HostBlock, HostNet, OutputRows, Packed, PolicyOut};
 use crate::model::{ConvBn, Net, NetOutput, WDL};
 
 /// Reads a float tensor back to the host.
@@ -390,6 +390,12 @@ impl InferenceNet {
             policy_conv: policy_conv.to_packed(),
             value_conv: value_conv.to_packed(),
             policy_fc: policy_fc.to_packed(),
+            policy_rows: OutputRows::dense(
+                &policy_fc.weight,
+                &policy_fc.bias,
+                policy_fc.inputs,
+                policy_fc.outputs,
+            ),
             value_fc1: value_fc1.to_packed(),
             value_fc2: value_fc2.to_packed(),
             amx,
@@ -625,7 +631,76 @@ impl InferenceNet {
         out.policy.resize(batch * policy_size, 0.0);
         out.wdl.resize(batch * WDL, 0.0);
         let bf16 = self.precision == Precision::Bf16;
-        self.host.forward_into(planes, &mut out.policy, &mut out.wdl, self.chunk, bf16);
+        let policy = PolicyOut::All(&mut out.policy);
+        self.host.forward_into(planes, policy, &mut out.wdl, self.chunk, bf16);
+        Ok(())
+    }
+
+    /// The policy logits of chosen indices only (a position's legal moves, say), and the WDL
+    /// logits: what [`InferenceNet::predict_into`] computes at those indices, up to the
+    /// rounding of another summation order. On [`InferencePath::Kernels`] only the chosen
+    /// outputs of the policy's linear layer are computed (about 40 of 2,166 for a xiangqi
+    /// position, the layer a fifth of the main job's net otherwise), and a call allocates
+    /// nothing once `policy` and `wdl` are large enough; on [`InferencePath::Backend`] the
+    /// whole policy is computed and the chosen logits read from it.
+    ///
+    /// # Shapes
+    /// * `planes`: `[B, planes, 10, 9]` flattened, as [`InferenceNet::predict`].
+    /// * `offsets`: `[B + 1]`, from 0, not decreasing, ending at `indices.len()`: position
+    ///   `i`'s indices are `indices[offsets[i]..offsets[i + 1]]`.
+    /// * `indices`: policy indices (below the encoding's policy size), any number per position.
+    /// * output `policy`: resized to `[indices.len()]`, the logit of each index.
+    /// * output `wdl`: resized to `[B, 3]`, the WDL logits.
+    ///
+    /// # Errors
+    /// [`NnError::Batch`] if the planes' length is not a multiple of `planes · 90`, if
+    /// `offsets` does not fit the batch and `indices` as above, or if an index is outside the
+    /// policy; [`NnError::Read`] if the device fails.
+    pub fn predict_chosen_into(
+        &self,
+        planes: &[f32],
+        offsets: &[usize],
+        indices: &[u32],
+        policy: &mut Vec<f32>,
+        wdl: &mut Vec<f32>,
+    ) -> Result<(), NnError> {
+        let batch = self.batch_of(planes.len())?;
+        let policy_size = self.encoding.policy_size;
+        if offsets.len() != batch + 1
+            || offsets[0] != 0
+            || offsets[batch] != indices.len()
+            || offsets.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err(NnError::Batch(format!(
+                "{} offsets for {batch} positions and {} indices: want {} offsets, from 0 to {} \
+                 and not decreasing",
+                offsets.len(),
+                indices.len(),
+                batch + 1,
+                indices.len()
+            )));
+        }
+        if let Some(k) = indices.iter().find(|&&k| k as usize >= policy_size) {
+            return Err(NnError::Batch(format!(
+                "policy index {k} is outside the policy's {policy_size} logits"
+            )));
+        }
+        policy.resize(indices.len(), 0.0);
+        wdl.resize(batch * WDL, 0.0);
+        if self.path == InferencePath::Backend {
+            let all = self.predict(planes.to_vec())?;
+            for (i, w) in offsets.windows(2).enumerate() {
+                let row = all.policy(i);
+                for (p, &k) in policy[w[0]..w[1]].iter_mut().zip(&indices[w[0]..w[1]]) {
+                    *p = row[k as usize];
+                }
+            }
+            wdl.copy_from_slice(&all.wdl);
+            return Ok(());
+        }
+        let bf16 = self.precision == Precision::Bf16;
+        let chosen = PolicyOut::Chosen { offsets, indices, logits: policy };
+        self.host.forward_into(planes, chosen, wdl, self.chunk, bf16);
         Ok(())
     }
 
@@ -679,12 +754,16 @@ impl Logits {
     /// # Panics
     /// If `i >= self.batch`.
     pub fn wdl_probabilities(&self, i: usize) -> [f32; 3] {
-        let l = &self.wdl[i * WDL..(i + 1) * WDL];
-        let m = l[0].max(l[1]).max(l[2]);
-        let e = [(l[0] - m).exp(), (l[1] - m).exp(), (l[2] - m).exp()];
-        let s = e[0] + e[1] + e[2];
-        [e[0] / s, e[1] / s, e[2] / s]
+        wdl_softmax(&self.wdl[i * WDL..(i + 1) * WDL])
     }
+}
+
+/// The softmax of three WDL logits.
+fn wdl_softmax(l: &[f32]) -> [f32; 3] {
+    let m = l[0].max(l[1]).max(l[2]);
+    let e = [(l[0] - m).exp(), (l[1] - m).exp(), (l[2] - m).exp()];
+    let s = e[0] + e[1] + e[2];
+    [e[0] / s, e[1] / s, e[2] / s]
 }
 
 /// Writes into `priors` the softmax of `logits` over the policy indices of `moves` (played by
@@ -699,17 +778,23 @@ pub fn legal_softmax<G: GameEnv>(
     priors: &mut [f32],
 ) -> Result<(), NnError> {
     debug_assert_eq!(moves.len(), priors.len());
-    let mut max = f32::NEG_INFINITY;
     for (p, &m) in priors.iter_mut().zip(moves) {
         let i = G::move_to_index(m, turn)
             .ok_or_else(|| NnError::NoPolicyIndex { mv: m.to_string() })?;
         *p = logits[i];
-        max = max.max(*p);
     }
+    softmax_in_place(priors);
+    Ok(())
+}
+
+/// Replaces logits by their softmax; uniform where the largest is not finite (NaN or infinite
+/// logits: the search would fall back to uniform too).
+fn softmax_in_place(priors: &mut [f32]) {
+    let max = priors.iter().fold(f32::NEG_INFINITY, |m, &p| m.max(p));
     if !max.is_finite() {
         // NaN or infinite logits: fall back to uniform (the search would too).
         priors.fill(1.0 / priors.len() as f32);
-        return Ok(());
+        return;
     }
     let mut sum = 0.0;
     for p in priors.iter_mut() {
@@ -720,23 +805,33 @@ pub fn legal_softmax<G: GameEnv>(
     for p in priors.iter_mut() {
         *p *= inv;
     }
-    Ok(())
 }
 
 /// The search's evaluator over a folded network (see the [module documentation](self)).
 #[derive(Debug, Clone)]
 pub struct NnEvaluator {
     net: InferenceNet,
-    /// The batch's planes and logits, reused across calls.
+    /// The batch's planes, its legal moves' policy indices (`offsets` as
+    /// [`InferenceNet::predict_chosen_into`] takes them), their logits and the WDL logits, reused
+    /// across calls.
     planes: Vec<f32>,
-    logits: Logits,
+    offsets: Vec<usize>,
+    indices: Vec<u32>,
+    policy: Vec<f32>,
+    wdl: Vec<f32>,
 }
 
 impl NnEvaluator {
     /// An evaluator over `net`.
     pub fn new(net: InferenceNet) -> NnEvaluator {
-        let logits = Logits::empty(net.encoding().policy_size);
-        NnEvaluator { net, planes: Vec::new(), logits }
+        NnEvaluator {
+            net,
+            planes: Vec::new(),
+            offsets: Vec::new(),
+            indices: Vec::new(),
+            policy: Vec::new(),
+            wdl: Vec::new(),
+        }
     }
 
     /// The network.
@@ -793,11 +888,29 @@ impl<G: GameEnv> Evaluator<G> for NnEvaluator {
             )));
         }
         Self::encode(&enc, batch, &mut self.planes);
-        self.net.predict_into(&self.planes, &mut self.logits)?;
-        let logits = &self.logits;
-        for (i, (r, (priors, value, draw))) in batch.iter().zip(out.entries_mut()).enumerate() {
-            legal_softmax::<G>(logits.policy(i), r.moves, r.game.turn(), priors)?;
-            let [w, d, l] = logits.wdl_probabilities(i);
+        self.offsets.clear();
+        self.offsets.push(0);
+        self.indices.clear();
+        for r in batch {
+            let turn = r.game.turn();
+            for &m in r.moves {
+                let i = G::move_to_index(m, turn)
+                    .ok_or_else(|| NnError::NoPolicyIndex { mv: m.to_string() })?;
+                self.indices.push(i as u32);
+            }
+            self.offsets.push(self.indices.len());
+        }
+        self.net.predict_chosen_into(
+            &self.planes,
+            &self.offsets,
+            &self.indices,
+            &mut self.policy,
+            &mut self.wdl,
+        )?;
+        for (i, (priors, value, draw)) in out.entries_mut().enumerate() {
+            priors.copy_from_slice(&self.policy[self.offsets[i]..self.offsets[i + 1]]);
+            softmax_in_place(priors);
+            let [w, d, l] = wdl_softmax(&self.wdl[i * WDL..(i + 1) * WDL]);
             let v = w - l;
             *value = if v.is_nan() { 0.0 } else { v.clamp(-1.0, 1.0) };
             *draw = if d.is_nan() { 0.0 } else { d.clamp(0.0, 1.0) };

@@ -4,8 +4,8 @@ mod common;
 use common::real_planes;
 use xiangqi::Game;
 use xiangqi_nn::{
-    GlobalKind, InferenceNet, InferencePath, Logits, Net, NetConfig, TrainBatch, TrainConfig,
-    Trainer, cpu_device,
+    GlobalKind, InferenceNet, InferencePath, Logits, Net, NetConfig, NnError, Precision,
+    TrainBatch, TrainConfig, Trainer, cpu_device,
 };
 use xiangqi_search::{Encoding, GameEnv, SearchGame};
 
@@ -494,4 +494,118 @@ fn evaluator_switches_nets_and_batch_sizes() {
         }
         assert!(evaluate(&mut ev, &gx[..n]).is_err());
     }
+}
+
+/// Pseudo-random policy indices for `n` positions: position `i` gets `(7 · i) % 23` of them
+/// (none for some), duplicates and the policy's first and last index among them.
+fn chosen_indices(n: usize, policy_size: usize, seed: u64) -> (Vec<usize>, Vec<u32>) {
+    let mut state = seed;
+    let (mut offsets, mut indices) = (vec![0], Vec::new());
+    for i in 0..n {
+        for j in 0..(7 * i) % 23 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let k = match j {
+                0 => 0,
+                1 => policy_size - 1,
+                2 if i % 2 == 0 => indices.last().map_or(3, |&k| k as usize),
+                _ => (state >> 33) as usize % policy_size,
+            };
+            indices.push(k as u32);
+        }
+        offsets.push(indices.len());
+    }
+    (offsets, indices)
+}
+
+/// `predict_chosen_into` gives `predict`'s logits at the chosen indices, and its WDL logits:
+/// both games, heads of 1, 2 and 7 policy channels (linear layers of 90, 180 and 630 inputs,
+/// none a multiple of a SIMD width), `f32` and bfloat16 (where the CPU has AMX), the backend
+/// path, one chunk and many (chunks of 5 on 3 threads, so uneven ranges split across them).
+#[test]
+fn chosen_logits_equal_the_full_policy() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    for (game, enc) in encodings() {
+        let configs = [
+            NetConfig { policy_channels: 1, value_hidden: 1, ..NetConfig::new(1, 3) },
+            NetConfig::new(2, 24),
+            NetConfig { policy_channels: 7, ..NetConfig::new(1, 17) },
+            NetConfig {
+                global: GlobalKind::GlobalPooling,
+                global_channels: 8,
+                global_every: 1,
+                ..NetConfig::new(1, 15)
+            },
+        ];
+        for (c, config) in configs.iter().enumerate() {
+            let net = trained(config, enc, 1, 10 + c as u64);
+            let nets = [
+                ("f32", net.clone()),
+                ("bf16", net.clone().with_precision(Precision::Bf16)),
+                ("backend", net.clone().with_path(InferencePath::Backend)),
+                ("chunks of 5", net.clone().with_chunk_size(5)),
+            ];
+            for (name, net) in &nets {
+                for n in [0, 1, 9, 70] {
+                    let what = format!("{game}, config {c}, {name}, batch {n}");
+                    let planes = planes_of(enc, n, 20 + n as u64);
+                    let full = net.predict(planes.clone()).unwrap();
+                    let (offsets, indices) = chosen_indices(n, enc.policy_size, n as u64);
+                    let (mut policy, mut wdl) = (vec![f32::NAN; 3], Vec::new());
+                    pool.install(|| {
+                        net.predict_chosen_into(&planes, &offsets, &indices, &mut policy, &mut wdl)
+                    })
+                    .unwrap();
+                    assert_eq!(policy.len(), indices.len(), "{what}");
+                    assert_eq!(wdl, full.wdl, "{what}: WDL logits");
+                    for i in 0..n {
+                        let row = full.policy(i);
+                        let scale = row.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+                        for j in offsets[i]..offsets[i + 1] {
+                            let (got, want) = (policy[j], row[indices[j] as usize]);
+                            assert!(
+                                (got - want).abs() <= 1e-5 * scale,
+                                "{what}: position {i}, index {}: {got} against {want}",
+                                indices[j]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Offsets that do not fit the batch or the indices, and indices outside the policy, are
+/// refused with the reason, and the net still answers afterwards.
+#[test]
+fn chosen_logits_refuse_bad_offsets_and_indices() {
+    let (_, enc) = encodings()[0];
+    let net = trained(&NetConfig::new(1, 8), enc, 1, 5);
+    let planes = planes_of(enc, 2, 1);
+    let size = enc.policy_size as u32;
+    let (mut policy, mut wdl) = (Vec::new(), Vec::new());
+    for (offsets, indices, said) in [
+        (vec![0, 1], vec![4], "2 offsets for 2 positions"),
+        (vec![1, 1, 2], vec![4, 5], "want 3 offsets, from 0 to 2"),
+        (vec![0, 2, 1], vec![4, 5], "not decreasing"),
+        (vec![0, 1, 3], vec![4, 5], "want 3 offsets, from 0 to 2"),
+        (vec![0, 1, 2], vec![4, size], &format!("policy index {size} is outside") as &str),
+        (vec![0, 1, 2], vec![u32::MAX, 4], "is outside the policy's"),
+    ] {
+        for net in [net.clone(), net.clone().with_path(InferencePath::Backend)] {
+            let e = net
+                .predict_chosen_into(&planes, &offsets, &indices, &mut policy, &mut wdl)
+                .unwrap_err();
+            assert!(
+                matches!(&e, NnError::Batch(m) if m.contains(said)),
+                "{offsets:?} {indices:?}: {e}"
+            );
+        }
+    }
+    let e = net.predict_chosen_into(&planes[1..], &[0, 0, 0], &[], &mut policy, &mut wdl);
+    assert!(matches!(e, Err(NnError::Batch(_))), "a ragged plane buffer: {e:?}");
+    net.predict_chosen_into(&planes, &[0, 1, 2], &[0, size - 1], &mut policy, &mut wdl).unwrap();
+    assert_eq!((policy.len(), wdl.len()), (2, 6));
 }

@@ -52,7 +52,6 @@
 use std::cell::RefCell;
 
 use pulp::{Arch, Simd, WithSimd};
-use rayon::prelude::*;
 use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE};
 
 #[cfg(target_arch = "x86_64")]
@@ -214,6 +213,73 @@ impl Packed {
     }
 }
 
+/// A linear layer stored one row per output (`[outputs, inputs]`), for computing a few chosen
+/// outputs of a wide layer: the policy logits of a position's legal moves, about 40 of its
+/// 2,166 (xiangqi) or 2,451 (janggi), at about a fiftieth of the whole layer's cost.
+#[derive(Debug, Clone)]
+pub(crate) struct OutputRows {
+    inputs: usize,
+    /// `[outputs, inputs]`, row-major.
+    weight: Vec<f32>,
+    /// `[outputs]`.
+    bias: Vec<f32>,
+}
+
+impl OutputRows {
+    /// From a linear layer's `[inputs, outputs]` weights and `[outputs]` bias (what
+    /// [`Packed::dense`] takes).
+    pub(crate) fn dense(weight: &[f32], bias: &[f32], inputs: usize, outputs: usize) -> OutputRows {
+        debug_assert_eq!(weight.len(), inputs * outputs);
+        debug_assert_eq!(bias.len(), outputs);
+        let mut rows = vec![0.0; inputs * outputs];
+        for (i, column) in weight.chunks_exact(outputs.max(1)).enumerate() {
+            for (o, &w) in column.iter().enumerate() {
+                rows[o * inputs + i] = w;
+            }
+        }
+        OutputRows { inputs, weight: rows, bias: bias.to_vec() }
+    }
+
+    /// Output `o`'s weights.
+    ///
+    /// # Panics
+    /// If `o` is not below the output count.
+    fn row(&self, o: usize) -> &[f32] {
+        &self.weight[o * self.inputs..(o + 1) * self.inputs]
+    }
+}
+
+/// The policy logits [`HostNet::forward_into`] writes.
+pub(crate) enum PolicyOut<'a> {
+    /// All of them, `[B, policy_size]`.
+    All(&'a mut [f32]),
+    /// Chosen ones. `offsets` has `B + 1` entries, not decreasing; position `i`'s indices are
+    /// `indices[offsets[i] - offsets[0]..offsets[i + 1] - offsets[0]]` (each below the policy
+    /// size), and their logits go to the same range of `logits`.
+    Chosen { offsets: &'a [usize], indices: &'a [u32], logits: &'a mut [f32] },
+}
+
+impl<'a> PolicyOut<'a> {
+    /// The outputs of positions `..m` and `m..`.
+    fn split_at(self, m: usize, policy_size: usize) -> (PolicyOut<'a>, PolicyOut<'a>) {
+        match self {
+            PolicyOut::All(p) => {
+                let (a, b) = p.split_at_mut(m * policy_size);
+                (PolicyOut::All(a), PolicyOut::All(b))
+            }
+            PolicyOut::Chosen { offsets, indices, logits } => {
+                let at = offsets[m] - offsets[0];
+                let (ia, ib) = indices.split_at(at);
+                let (la, lb) = logits.split_at_mut(at);
+                (
+                    PolicyOut::Chosen { offsets: &offsets[..=m], indices: ia, logits: la },
+                    PolicyOut::Chosen { offsets: &offsets[m..], indices: ib, logits: lb },
+                )
+            }
+        }
+    }
+}
+
 /// One block of the residual tower.
 #[derive(Debug, Clone)]
 pub(crate) struct HostBlock {
@@ -290,6 +356,8 @@ pub(crate) struct HostNet {
     pub(crate) policy_conv: Packed,
     pub(crate) value_conv: Packed,
     pub(crate) policy_fc: Packed,
+    /// `policy_fc` by output, for [`PolicyOut::Chosen`].
+    pub(crate) policy_rows: OutputRows,
     pub(crate) value_fc1: Packed,
     pub(crate) value_fc2: Packed,
     /// The tower for [`crate::Precision::Bf16`], where the CPU has AMX and the blocks are plain.
@@ -298,40 +366,61 @@ pub(crate) struct HostNet {
 
 impl HostNet {
     /// Runs the network on `planes` (`[B, planes, 10, 9]` flattened), writing the policy logits
-    /// (`[B, policy_size]`) and WDL logits (`[B, 3]`). Chunks of at most `chunk` positions, as
-    /// many as a multiple of the rayon pool's threads, run in parallel on it. With `bf16` (and
-    /// [`HostNet::amx`]) the tower runs on the bfloat16 AMX kernel.
+    /// (all of them, `[B, policy_size]`, or the chosen ones of [`PolicyOut::Chosen`]) and the WDL
+    /// logits (`[B, 3]`). Chunks of at most `chunk` positions, as many as a multiple of the rayon
+    /// pool's threads, run in parallel on it. With `bf16` (and [`HostNet::amx`]) the tower runs
+    /// on the bfloat16 AMX kernel.
     pub(crate) fn forward_into(
         &self,
         planes: &[f32],
-        policy: &mut [f32],
+        policy: PolicyOut<'_>,
         wdl: &mut [f32],
         chunk: usize,
         bf16: bool,
     ) {
         let amx = if bf16 { self.amx.as_ref() } else { None };
-        let input = self.planes * PLANE_SIZE;
-        let n = planes.len() / input;
-        debug_assert_eq!(planes.len(), n * input);
-        debug_assert_eq!(policy.len(), n * self.policy_size);
+        let n = planes.len() / (self.planes * PLANE_SIZE);
+        debug_assert_eq!(planes.len(), n * self.planes * PLANE_SIZE);
         debug_assert_eq!(wdl.len(), n * 3);
-        let run = |planes: &[f32], policy: &mut [f32], wdl: &mut [f32]| {
+        match &policy {
+            PolicyOut::All(p) => debug_assert_eq!(p.len(), n * self.policy_size),
+            PolicyOut::Chosen { offsets, indices, logits } => {
+                debug_assert_eq!(offsets.len(), n + 1);
+                debug_assert_eq!(indices.len(), logits.len());
+                debug_assert!(indices.iter().all(|&k| (k as usize) < self.policy_size));
+            }
+        }
+        let threads = rayon::current_num_threads().max(1);
+        let chunk = balanced_chunk(n, chunk, threads);
+        self.forward_chunks(amx, planes, policy, wdl, chunk);
+    }
+
+    /// [`HostNet::forward_into`] of `chunk`-sized chunks: halves of whole chunks in parallel
+    /// (`rayon::join`), one chunk per call at the bottom.
+    fn forward_chunks(
+        &self,
+        amx: Option<&AmxTower>,
+        planes: &[f32],
+        policy: PolicyOut<'_>,
+        wdl: &mut [f32],
+        chunk: usize,
+    ) {
+        let n = wdl.len() / 3;
+        if n <= chunk {
             SCRATCH.with(|s| {
                 let scratch = &mut s.borrow_mut();
                 Arch::new().dispatch(Chunk { net: self, amx, planes, policy, wdl, scratch });
             });
-        };
-        let threads = rayon::current_num_threads().max(1);
-        let chunk = balanced_chunk(n, chunk, threads);
-        if n <= chunk {
-            run(planes, policy, wdl);
-        } else {
-            planes
-                .par_chunks(chunk * input)
-                .zip(policy.par_chunks_mut(chunk * self.policy_size))
-                .zip(wdl.par_chunks_mut(chunk * 3))
-                .for_each(|((p, po), w)| run(p, po, w));
+            return;
         }
+        let mid = n.div_ceil(chunk) / 2 * chunk;
+        let (pa, pb) = planes.split_at(mid * self.planes * PLANE_SIZE);
+        let (wa, wb) = wdl.split_at_mut(mid * 3);
+        let (qa, qb) = policy.split_at(mid, self.policy_size);
+        rayon::join(
+            || self.forward_chunks(amx, pa, qa, wa, chunk),
+            || self.forward_chunks(amx, pb, qb, wb, chunk),
+        );
     }
 }
 
@@ -519,7 +608,7 @@ struct Chunk<'a> {
     /// The bfloat16 tower, when the call asks for it.
     amx: Option<&'a AmxTower>,
     planes: &'a [f32],
-    policy: &'a mut [f32],
+    policy: PolicyOut<'a>,
     wdl: &'a mut [f32],
     scratch: &'a mut Scratch,
 }
@@ -609,14 +698,23 @@ impl WithSimd for Chunk<'_> {
         s.policy.prepare(n * PLANE_SIZE, pc);
         let io = Io { rows, out_rows: ident, store: pc, relu: true, accumulate: false };
         layer(simd, &net.policy_conv, &s.x.data, fs, &mut s.policy.data, pc, io);
-        let io = Io {
-            rows: &ident[..n],
-            out_rows: ident,
-            store: net.policy_size,
-            relu: false,
-            accumulate: false,
-        };
-        layer(simd, &net.policy_fc, &s.policy.data, pc * PLANE_SIZE, policy, net.policy_size, io);
+        match policy {
+            PolicyOut::All(policy) => {
+                let io = Io {
+                    rows: &ident[..n],
+                    out_rows: ident,
+                    store: net.policy_size,
+                    relu: false,
+                    accumulate: false,
+                };
+                let k = pc * PLANE_SIZE;
+                layer(simd, &net.policy_fc, &s.policy.data, k, policy, net.policy_size, io);
+            }
+            PolicyOut::Chosen { offsets, indices, logits } => {
+                let features = &s.policy.data[..n * pc * PLANE_SIZE];
+                chosen_outputs(simd, &net.policy_rows, features, offsets, indices, logits);
+            }
+        }
 
         let vc = net.value_conv.cout;
         s.value.prepare(n * PLANE_SIZE, vc);
@@ -737,6 +835,61 @@ fn squeeze_excite<S: Simd>(
                 let y = x[j] + z[j] * g + shift[j];
                 x[j] = if y < 0.0 { 0.0 } else { y }; // a NaN stays NaN
             }
+        }
+    }
+}
+
+/// `logits[j] = bias[k] + Σ_c features[i][c] · W[k][c]` for every position `i` and every
+/// index `k = indices[j]` of its range ([`PolicyOut::Chosen`]): dot products of the position's
+/// features with the chosen rows, four rows at a time for independent sums.
+#[inline(always)]
+fn chosen_outputs<S: Simd>(
+    simd: S,
+    rows: &OutputRows,
+    features: &[f32],
+    offsets: &[usize],
+    indices: &[u32],
+    logits: &mut [f32],
+) {
+    const GROUP: usize = 4;
+    let base = offsets[0];
+    // The row's vectors and its tail (zero past the row) as one more vector.
+    let split = |o: u32| {
+        let (head, tail) = S::as_simd_f32s(rows.row(o as usize));
+        (head, simd.partial_load_f32s(tail))
+    };
+    for (i, f) in features.chunks_exact(rows.inputs.max(1)).enumerate() {
+        let range = offsets[i] - base..offsets[i + 1] - base;
+        let (fv, ft) = S::as_simd_f32s(f);
+        let ft = simd.partial_load_f32s(ft);
+        let (idx, out) = (&indices[range.clone()], &mut logits[range]);
+        let mut groups = idx.chunks_exact(GROUP);
+        let mut j = 0;
+        for group in &mut groups {
+            let mut heads: [&[S::f32s]; GROUP] = [&[]; GROUP];
+            let mut acc = [simd.splat_f32s(0.0); GROUP];
+            for r in 0..GROUP {
+                let (head, tail) = split(group[r]);
+                heads[r] = &head[..fv.len()];
+                acc[r] = simd.mul_f32s(ft, tail);
+            }
+            for (v, &x) in fv.iter().enumerate() {
+                for r in 0..GROUP {
+                    acc[r] = simd.mul_add_f32s(x, heads[r][v], acc[r]);
+                }
+            }
+            for r in 0..GROUP {
+                out[j + r] = rows.bias[group[r] as usize] + simd.reduce_sum_f32s(acc[r]);
+            }
+            j += GROUP;
+        }
+        for (o, &k) in out[j..].iter_mut().zip(groups.remainder()) {
+            let (head, tail) = split(k);
+            let mut acc = simd.mul_f32s(ft, tail);
+            for (&x, &w) in fv.iter().zip(head) {
+                acc = simd.mul_add_f32s(x, w, acc);
+            }
+            *o = rows.bias[k as usize] + simd.reduce_sum_f32s(acc);
         }
     }
 }
