@@ -36,9 +36,10 @@
 
 use std::arch::asm;
 use std::arch::x86_64::{
-    __cpuid_count, __m256bh, __m256i, __m512, _mm256_storeu_si256, _mm512_add_ps,
-    _mm512_cvtneps_pbh, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps,
-    _mm512_max_ps, _mm512_setzero_ps,
+    __cpuid_count, __m256bh, __m256i, __m512, _mm256_storeu_si256, _mm512_add_epi32, _mm512_add_ps,
+    _mm512_cvtneps_pbh, _mm512_loadu_ps, _mm512_mask_i32gather_ps, _mm512_mask_storeu_ps,
+    _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
+    _mm512_setzero_ps,
 };
 use std::sync::OnceLock;
 
@@ -199,6 +200,61 @@ pub(crate) fn layer(
     // SAFETY: `available` checked the CPU features and the tile permission; the assertions
     // above bound every address the function forms (see its comments).
     unsafe { layer_amx(conv, input, n, out, sums) }
+}
+
+/// Copies positions' input planes (`[n, pl, 10, 9]`, `f32`) onto the padded board,
+/// channels-last in bfloat16 with `stride` (a multiple of 16, at least `pl`): every interior
+/// row's `stride` values are written (the channels past `pl` as zeros), border rows are left as
+/// they are. Each row's channels are gathered 16 at a time and converted by one instruction,
+/// rounded to nearest even as [`bf16`] rounds (NaN stays NaN), except that subnormal values
+/// (below 1.2e-38 in magnitude, never a plane's) become zeros of their sign, as the tower's
+/// activations do in the same instruction.
+///
+/// # Panics
+/// If AMX is not [`available`], `stride` is not a multiple of 16 below `pl`, or `dst` is
+/// shorter than the positions' padded boards.
+pub(crate) fn input_planes(planes: &[f32], pl: usize, dst: &mut [u16], stride: usize) {
+    assert!(available(), "AMX is not available");
+    assert!(stride >= pl && stride.is_multiple_of(N_TILE), "bad stride {stride} for {pl} planes");
+    let n = if pl == 0 { 0 } else { planes.len() / (pl * PLANE_SIZE) };
+    assert!(dst.len() >= n * PAD_SIZE * stride, "bfloat16 input too short");
+    // SAFETY: `available` checked the CPU features; the gathers read only `planes`' first
+    // `n · pl · 90` floats and the stores write rows of `dst` inside the length asserted.
+    unsafe { input_planes_avx512(planes, pl, n, dst, stride) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+unsafe fn input_planes_avx512(planes: &[f32], pl: usize, n: usize, dst: &mut [u16], stride: usize) {
+    // Lane `l` of group `g` reads channel `16 g + l`: offset `(16 g + l) · 90` from its square.
+    let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let channel_offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(PLANE_SIZE as i32));
+    let zero = _mm512_setzero_ps();
+    for i in 0..n {
+        let position = &planes[i * pl * PLANE_SIZE..(i + 1) * pl * PLANE_SIZE];
+        for sq in 0..PLANE_SIZE {
+            let row = super::padded_row(i, sq);
+            for g in 0..stride / N_TILE {
+                let first = g * N_TILE;
+                let valid = pl.saturating_sub(first).min(N_TILE);
+                let mask = ((1u32 << valid) - 1) as u16;
+                let base = ((first * PLANE_SIZE + sq) as i32).min(position.len() as i32);
+                let offsets = _mm512_add_epi32(channel_offsets, _mm512_set1_epi32(base));
+                // SAFETY: the unmasked lanes read channels `first..first + valid < pl` of
+                // square `sq`, inside `position`; masked lanes read nothing.
+                let v = unsafe {
+                    _mm512_mask_i32gather_ps::<4>(zero, mask, offsets, position.as_ptr())
+                };
+                let out = dst[row * stride + first..row * stride + first + N_TILE].as_mut_ptr();
+                // SAFETY: 16 bfloat16 values (32 bytes) at `out`, inside the slice.
+                unsafe {
+                    _mm256_storeu_si256(
+                        out.cast(),
+                        std::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(v)),
+                    )
+                };
+            }
+        }
+    }
 }
 
 /// The tile configuration: palette 1, tiles 0–7 each 16 rows of 64 bytes.
@@ -644,6 +700,67 @@ mod tests {
 
     fn round(x: f32) -> f64 {
         f64::from(half::bf16::from_bits(bf16(x)).to_f32())
+    }
+
+    /// The planes' copy: every interior value is the scalar rounding of its plane's value at its
+    /// point (NaN, infinities, ties and tiny values among them; subnormals flushed to zero), the
+    /// channels past the planes are zero even where the buffer held other values, and border
+    /// rows keep theirs.
+    #[test]
+    fn input_planes_round_every_value_onto_its_point() {
+        if !available() {
+            eprintln!("skipped: this CPU has no AMX with bfloat16");
+            return;
+        }
+        let special = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            1.0 + f32::EPSILON * 64.0,  // a tie below: rounds to even
+            1.0 + f32::EPSILON * 192.0, // a tie above: rounds up to even
+            3.0e38,
+            1.0e-30,
+            1.0e-39,  // subnormal: flushed to zero
+            -1.0e-39, // subnormal: flushed to -0
+        ];
+        for (pl, stride) in [(1, 16), (16, 16), (17, 32), (23, 32), (33, 64), (23, 64)] {
+            for n in [1, 3] {
+                let mut planes = noise(n * pl * PLANE_SIZE, (pl * 10 + n) as u32);
+                let len = planes.len();
+                for (k, v) in special.iter().enumerate() {
+                    planes[(k * 997) % len] = *v;
+                }
+                let mut dst = vec![0x1234u16; n * PAD_SIZE * stride + 7];
+                input_planes(&planes, pl, &mut dst, stride);
+                let mut interior = vec![false; n * PAD_SIZE];
+                for i in 0..n {
+                    for sq in 0..PLANE_SIZE {
+                        let row = padded_row(i, sq);
+                        interior[row] = true;
+                        for c in 0..stride {
+                            let got = dst[row * stride + c];
+                            let want = match planes.get((i * pl + c) * PLANE_SIZE + sq) {
+                                Some(x) if c < pl && x.is_subnormal() => bf16(0.0f32.copysign(*x)),
+                                Some(x) if c < pl => bf16(*x),
+                                _ => 0,
+                            };
+                            assert_eq!(
+                                got, want,
+                                "planes {pl}, position {i}, point {sq}, channel {c}"
+                            );
+                        }
+                    }
+                }
+                for (row, inside) in interior.iter().enumerate() {
+                    if !inside {
+                        let held = &dst[row * stride..(row + 1) * stride];
+                        assert!(held.iter().all(|&v| v == 0x1234), "border row {row} was written");
+                    }
+                }
+                assert!(dst[n * PAD_SIZE * stride..].iter().all(|&v| v == 0x1234));
+            }
+        }
     }
 
     /// The layer against its definition on bfloat16-rounded inputs and weights, in `f64`: only

@@ -533,18 +533,9 @@ fn amx_tower(
     // The planes, channels-last on the padded board, in bfloat16.
     let ps = tower.input.in_stride();
     bf.input.prepare(rows, ps);
-    for (i, position) in planes.chunks_exact(pl * PLANE_SIZE).enumerate() {
-        for sq in 0..PLANE_SIZE {
-            let row = padded_row(i, sq);
-            // Every channel of the stride: another net's planes, with a larger count than this
-            // net's but the same stride, must not leave values (a NaN would reach the sums).
-            let (dst, rest) = bf.input.data[row * ps..(row + 1) * ps].split_at_mut(pl);
-            for (d, &v) in dst.iter_mut().zip(position[sq..].iter().step_by(PLANE_SIZE)) {
-                *d = amx::bf16(v);
-            }
-            rest.fill(0);
-        }
-    }
+    // Every channel of the stride: another net's planes, with a larger count than this net's but
+    // the same stride, must not leave values (a NaN would reach the sums).
+    amx::input_planes(planes, pl, &mut bf.input.data, ps);
     let xs = tower.input.out_stride();
     bf.x.prepare(rows, xs);
     x.prepare(n * PAD_SIZE, fs);
