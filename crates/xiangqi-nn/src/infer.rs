@@ -19,9 +19,11 @@
 //! On the CPU a large batch runs in chunks of [`CPU_CHUNK`] positions, in parallel, so that
 //! each chunk's activations stay in cache.
 //!
-//! [`NnEvaluator`] encodes a batch of games into a buffer it keeps, runs one forward pass, and
-//! reads the logits of each request's legal moves only: the prior is the softmax over those
-//! (zero elsewhere, summing to 1), and the value is `P(win) − P(loss)` from the WDL softmax.
+//! [`NnEvaluator`] encodes a batch of games into a buffer it keeps and runs one forward pass
+//! that computes the policy logits of each request's legal moves only
+//! ([`InferenceNet::predict_chosen_into`]; the policy's linear layer, a fifth of the main job's
+//! net, then costs about a fiftieth of itself): the prior is the softmax over those (zero
+//! elsewhere, summing to 1), and the value is `P(win) − P(loss)` from the WDL softmax.
 
 use std::sync::Arc;
 

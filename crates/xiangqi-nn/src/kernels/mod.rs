@@ -19,13 +19,16 @@
 //!   weights pre-packed in strips one tile wide. The bias, the residual sum and the ReLU are
 //!   applied to the tile in registers before it is stored (the GEMM's epilogue). The same
 //!   kernel runs the 1 × 1 convolutions of the heads (one tap) and the linear layers (one tap,
-//!   a row per position).
+//!   a row per position). Where the caller wants only some policy logits (self-play's
+//!   evaluator: those of the legal moves), the policy's linear layer is instead a dot product
+//!   of the position's features with each chosen output's row of weights ([`OutputRows`]).
 //! * **SIMD** comes from `pulp`, which detects AVX-512 or AVX2 + FMA at run time and compiles
 //!   the whole chunk's computation once per instruction set (no `unsafe` outside the AMX
 //!   module); other CPUs get a scalar build of the same code.
 //! * **bfloat16 on AMX** ([`crate::Precision::Bf16`], where the CPU has Intel's AMX): the input
 //!   convolution and the residual tower run as AMX tile products in bfloat16 with `f32` sums
-//!   (the `amx` module), the heads as above.
+//!   (the `amx` module; the planes reach its channels-last board by AVX-512 gathers), the heads
+//!   as above.
 //! * **Threads.** A batch is split into about equal chunks of positions, as many as a multiple
 //!   of the rayon pool's threads and none larger than the net's chunk size, run in parallel on
 //!   the pool, each in its thread's own scratch buffers.
