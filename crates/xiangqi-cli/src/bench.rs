@@ -1,8 +1,8 @@
 //! `xqz bench`: the network's throughput on a device: inference positions per second at batch
 //! 64, 256 and 1024 or the batches `--batches` names (the folded net self-play evaluates with,
 //! planes in and every logit out), and training samples per second at the config's batch size.
-//! The kernels' lines each have a `legal` twin that asks only for the policy logits of the
-//! positions' legal moves, as self-play's evaluator does. On the CPU the inference lines are
+//! The kernels' lines also give, in brackets, the rate when only the policy logits of the
+//! positions' legal moves are asked for, as self-play's evaluator asks. On the CPU the inference lines are
 //! the CPU kernels self-play uses, with burn's operations on the same net beside them
 //! (`inference (burn)`) for comparison; on a CPU with AMX also the bfloat16 tower (`inference
 //! (bf16)`) and bfloat16 training (`training  (bf16)`). The net has the shapes of the config's
@@ -165,11 +165,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         let r = rate(args.seconds, batch, || {
             folded.predict_into(planes, &mut out).map_err(Into::into)
         })?;
-        outln!("inference  batch {batch:>5}: {r:>10.0} positions/s");
-        let r = rate(args.seconds, batch, || {
+        let l = rate(args.seconds, batch, || {
             legal(&folded, &p, &mut policy, &mut wdl).map_err(Into::into)
         })?;
-        outln!("inference (legal) {batch:>4}: {r:>10.0} positions/s");
+        outln!("inference  batch {batch:>5}: {r:>10.0} positions/s (legal moves: {l:.0})");
         if folded.path() == InferencePath::Kernels {
             let r = rate(args.seconds, batch, || {
                 burn.predict(planes.clone()).map(|_| ()).map_err(Into::into)
@@ -180,11 +179,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             let r = rate(args.seconds, batch, || {
                 bf16.predict_into(planes, &mut out).map_err(Into::into)
             })?;
-            outln!("inference (bf16) {batch:>5}: {r:>10.0} positions/s");
-            let r = rate(args.seconds, batch, || {
+            let l = rate(args.seconds, batch, || {
                 legal(bf16, &p, &mut policy, &mut wdl).map_err(Into::into)
             })?;
-            outln!("inference (bf16, legal) {batch:>5}: {r:>10.0} positions/s");
+            outln!("inference (bf16) {batch:>5}: {r:>10.0} positions/s (legal moves: {l:.0})");
         }
     }
     let n = config.run().batch_size;

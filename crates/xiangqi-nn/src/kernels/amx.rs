@@ -211,7 +211,7 @@ pub(crate) fn layer(
 /// activations do in the same instruction.
 ///
 /// # Panics
-/// If AMX is not [`available`], `stride` is not a multiple of 16 below `pl`, or `dst` is
+/// If AMX is not [`available`], `stride` is not a multiple of 16 of at least `pl`, or `dst` is
 /// shorter than the positions' padded boards.
 pub(crate) fn input_planes(planes: &[f32], pl: usize, dst: &mut [u16], stride: usize) {
     assert!(available(), "AMX is not available");
