@@ -508,13 +508,20 @@ fn tactics_greedy_always_mates_in_one_and_random_mostly_does_not() {
     let piece = tactics_row(&table, "win_piece");
     assert_eq!(piece[0], 12.0, "{table}");
     assert!(piece[1] >= 6.0, "{table}");
-    // The file lists each position: kind, start FEN, moves, correct moves, the answer; the
-    // answers to the mates are among the correct moves, and replaying the moves is legal.
+    // The clear win-a-piece positions are a subset, counted in a row of their own.
+    let clear = tactics_row(&table, "win_piece (clear)");
+    assert!(clear[0] <= piece[0] && clear[1] <= piece[1].min(clear[0]), "{table}");
+    // The file lists each position: kind, start FEN, moves, correct moves, the answer, whether
+    // it is a clear win-a-piece position; the answers to the mates are among the correct moves,
+    // and replaying the moves is legal.
     let text = fs::read_to_string(&out).unwrap();
     assert_eq!(text.lines().count(), 36, "{text}");
+    let marked = text.lines().filter(|l| l.ends_with("\tclear")).count();
+    assert_eq!(marked as f64, clear[0], "{text}");
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
-        assert_eq!(f.len(), 5, "{line}");
+        assert_eq!(f.len(), 6, "{line}");
+        assert!(f[5] == "-" || (f[5] == "clear" && f[0] == "win_piece"), "{line}");
         let mut game = Game::new(xiangqi::Position::from_fen(f[1]).unwrap(), RuleSet::Asian);
         for uci in f[2].split_whitespace() {
             let m = game.position().parse_uci(uci).unwrap();

@@ -16,7 +16,7 @@ def main():
     xqz, net, judged, tactics = sys.argv[1:5]
     answers = {}
     for line in open(tactics):
-        kind, fen, moves, correct, answer = line.rstrip("\n").split("\t")
+        kind, fen, moves, correct, answer = line.rstrip("\n").split("\t")[:5]
         if kind == "win_piece":
             answers.setdefault((answer, correct), []).append((fen, moves.split()))
     queries, wanted = [], []

@@ -62,7 +62,7 @@ def main():
     engine = Engine()
     total = solved = real = 0
     for line in open(path):
-        kind, fen, moves, correct, answer = line.rstrip("\n").split("\t")
+        kind, fen, moves, correct, answer = line.rstrip("\n").split("\t")[:5]
         if kind != "win_piece":
             continue
         total += 1

@@ -63,7 +63,8 @@ pub struct Args {
     #[arg(long, default_value = "f32")]
     precision: xiangqi_nn::Precision,
     /// Write the positions, one per line: kind, FEN of the start, the moves to the position
-    /// (UCI), the correct moves, and the player's answer. Written to `FILE.partial` as the
+    /// (UCI), the correct moves, the player's answer, and `clear` for a win-a-piece position
+    /// where nothing else is at stake (`-` otherwise). Written to `FILE.partial` as the
     /// answers come, and renamed to FILE when the last is in: a run that fails or is stopped
     /// leaves its answers so far there, and an earlier FILE as it was.
     #[arg(long)]
@@ -135,8 +136,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     bar.set_position(0);
     bar.set_length(set.len() as u64);
     bar.set_message("positions answered");
-    // Per kind: positions, solved, expected solved by a random mover.
-    let mut tally = [(0u64, 0u64, 0.0f64); 3];
+    // Per kind, then the clear win-a-piece positions: positions, solved, expected solved by a
+    // random mover.
+    let mut tally = [(0u64, 0u64, 0.0f64); 4];
     for (i, t) in set.iter().enumerate() {
         bar.set_position(i as u64);
         player.new_game(i as u64).with_context(|| format!("{}: new game", player.name()))?;
@@ -163,20 +165,23 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             })?;
         let solved = t.is_solved_by(answer);
         let k = TacticKind::ALL.iter().position(|&x| x == t.kind).unwrap_or(0);
-        tally[k].0 += 1;
-        tally[k].1 += u64::from(solved);
-        tally[k].2 += t.chance();
+        for k in std::iter::once(k).chain(t.clear.then_some(3)) {
+            tally[k].0 += 1;
+            tally[k].1 += u64::from(solved);
+            tally[k].2 += t.chance();
+        }
         if let Some(w) = out.as_mut() {
             let moves: Vec<String> = t.game.moves().iter().map(|m| m.to_string()).collect();
             let solutions: Vec<String> = t.solutions.iter().map(|m| m.to_string()).collect();
             writeln!(
                 w,
-                "{}\t{}\t{}\t{}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}",
                 t.kind,
                 t.game.start().fen(),
                 moves.join(" "),
                 solutions.join(" "),
-                answer
+                answer,
+                if t.clear { "clear" } else { "-" }
             )
             .and_then(|()| w.flush())
             .context("cannot write --out")?;
@@ -199,15 +204,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         "95% interval",
         "random"
     );
-    for (kind, (n, solved, chance)) in TacticKind::ALL.iter().zip(tally) {
+    let names = TacticKind::ALL.map(|k| k.name());
+    let rows = names.iter().copied().chain(["win_piece (clear)"]);
+    for (name, (n, solved, chance)) in rows.zip(tally) {
         if n == 0 {
-            outln!("{:<18} {:>9} (none found)", kind.name(), 0);
+            outln!("{:<18} {:>9} (none found)", name, 0);
             continue;
         }
         let (lo, hi) = interval(solved, n);
         outln!(
             "{:<18} {:>9} {:>7} {:>7.1}% {:>7.1}%–{:>5.1}% {:>7.1}%",
-            kind.name(),
+            name,
             n,
             solved,
             100.0 * solved as f64 / n as f64,
