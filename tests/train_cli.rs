@@ -414,7 +414,7 @@ fn ctrl_c_writes_a_checkpoint_and_exits_cleanly() {
         .find_map(|f| f.strip_suffix(" optimizer steps"))
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no step count in {line}"));
-    assert!(line.starts_with("stopped: 1 iterations, "), "{line}");
+    assert!(line.starts_with("stopped: 1 iteration, "), "{line}");
     assert!(steps > first_steps, "{line}");
     // Checkpoints are numbered by the iterations done: the steps of the second iteration so
     // far are written over the first iteration's checkpoint, marked as steps into iteration 2.
@@ -426,7 +426,7 @@ fn ctrl_c_writes_a_checkpoint_and_exits_cleanly() {
     // A resume goes on from those steps and finishes the second iteration.
     let o = train(&dir, &["--resume", "--iterations", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains(&format!("(1 iterations done, {steps} steps)")), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("(1 iteration done, {steps} steps)")), "{}", stderr(&o));
     let second = dir.join("checkpoints/ckpt-000002");
     assert_eq!(manifest_counter(&second, "iteration"), 2);
     assert_eq!(manifest_counter(&second, "steps_in_iteration"), 0);

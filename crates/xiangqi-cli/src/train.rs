@@ -223,11 +223,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut observer =
         CliObserver::new(&run_dir, stop, args.quiet, &config, deadline, training.elapsed())?;
     errln!(
-        "xqz train: run '{}' in {} on device {} ({} iterations done, {} steps); TensorBoard: tensorboard --logdir {}",
+        "xqz train: run '{}' in {} on device {} ({} iteration{} done, {} steps); TensorBoard: tensorboard --logdir {}",
         name,
         run_dir.display(),
         config.run().device,
         training.iteration(),
+        if training.iteration() == 1 { "" } else { "s" },
         training.trainer().step_count(),
         run_dir.join("tensorboard").display()
     );
@@ -360,15 +361,17 @@ fn report_end(
         .ok()
         .and_then(|c| c.last().map(|(_, d)| d.clone()))
         .unwrap_or_else(|| paths.checkpoints.clone());
+    let iterations = training.iteration();
     errln!(
-        "{}: {} iterations, {} optimizer steps, {} self-play samples, {:.1} min; checkpoint {}",
+        "{}: {} iteration{}, {} optimizer steps, {} self-play samples, {:.1} min; checkpoint {}",
         match reason {
             StopReason::Interrupted if observer.timed_out => "time is up",
             StopReason::Interrupted => "stopped",
             StopReason::Budget => "budget spent",
             StopReason::Iterations => "done",
         },
-        training.iteration(),
+        iterations,
+        if iterations == 1 { "" } else { "s" },
         training.trainer().step_count(),
         training.total_samples(),
         training.elapsed().as_secs_f64() / 60.0,
