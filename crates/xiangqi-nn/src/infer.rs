@@ -21,9 +21,10 @@
 //!
 //! [`NnEvaluator`] encodes a batch of games into a buffer it keeps and runs one forward pass
 //! that computes the policy logits of each request's legal moves only
-//! ([`InferenceNet::predict_chosen_into`]; the policy's linear layer, a fifth of the main job's
-//! net, then costs about a fiftieth of itself): the prior is the softmax over those (zero
-//! elsewhere, summing to 1), and the value is `P(win) − P(loss)` from the WDL softmax.
+//! ([`InferenceNet::predict_chosen_into`]; the policy's linear layer, a seventh of the main
+//! job's net's arithmetic, then costs about a fiftieth of itself): the prior is the softmax over
+//! those (zero elsewhere, summing to 1), and the value is `P(win) − P(loss)` from the WDL
+//! softmax.
 
 use std::sync::Arc;
 
@@ -642,9 +643,9 @@ impl InferenceNet {
     /// logits: what [`InferenceNet::predict_into`] computes at those indices, up to the
     /// rounding of another summation order. On [`InferencePath::Kernels`] only the chosen
     /// outputs of the policy's linear layer are computed (about 40 of 2,166 for a xiangqi
-    /// position, the layer a fifth of the main job's net otherwise), and a call allocates
-    /// nothing once `policy` and `wdl` are large enough; on [`InferencePath::Backend`] the
-    /// whole policy is computed and the chosen logits read from it.
+    /// position; the whole layer is a seventh of the main job's net's arithmetic), and a call
+    /// allocates nothing once `policy` and `wdl` are large enough; on [`InferencePath::Backend`]
+    /// the whole policy is computed and the chosen logits read from it.
     ///
     /// # Shapes
     /// * `planes`: `[B, planes, 10, 9]` flattened, as [`InferenceNet::predict`].
