@@ -387,7 +387,7 @@ fn a_store_has_one_trainer_and_a_waiting_trainer_resumes() {
     .unwrap();
     let mut a = trainer(&local, &run_a, store, 1, true);
     let resumed = wait(&mut a, Duration::from_secs(120), "the owner, resumed");
-    assert!(resumed.contains("done: 1 iterations"), "{resumed}");
+    assert!(resumed.contains("done: 1 iteration,"), "{resumed}");
     assert_eq!(fs::read_to_string(Path::new(store).join("models/latest")).unwrap().trim(), "1");
     fs::remove_dir_all(&dir).unwrap();
 }
