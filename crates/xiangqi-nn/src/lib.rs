@@ -60,6 +60,7 @@ pub mod infer;
 pub mod kernels;
 pub mod model;
 pub mod onnx;
+pub mod optim;
 pub mod train;
 pub mod train_ops;
 

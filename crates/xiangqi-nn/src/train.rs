@@ -37,7 +37,7 @@ use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::nn::BatchNorm;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamWConfig, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::{RngExt, SeedableRng};
@@ -51,6 +51,7 @@ use crate::config::{ConfigError, NetConfig, OptimizerKind, TrainConfig};
 use crate::error::NnError;
 use crate::infer::{InferenceNet, Precision, to_vec};
 use crate::model::{Net, WDL};
+use crate::optim::FusedAdamW;
 use crate::train_ops::{bf16_convolutions, with_bf16_convolutions};
 
 /// δ of the moves-left head's Huber loss, in the head's units (0.1 = 10 plies): errors beyond it
@@ -366,14 +367,16 @@ fn build_optimizer(config: &TrainConfig, net: &Net) -> ModuleOptimizer {
     let decayed = ParamGroup::from_ids(ids.0);
     match config.optimizer {
         OptimizerKind::Adamw => {
+            // burn's AdamW, in one pass per parameter on the CPU (`crate::optim`).
             let adamw = |wd: f64| {
-                AdamWConfig::new()
-                    .with_beta_1(config.momentum as f32)
-                    .with_beta_2(config.beta2 as f32)
-                    .with_epsilon(config.epsilon as f32)
-                    .with_weight_decay(wd as f32)
+                FusedAdamW::new(
+                    config.momentum as f32,
+                    config.beta2 as f32,
+                    config.epsilon as f32,
+                    wd as f32,
+                )
             };
-            adamw(0.0).init().with_group(decayed, adamw(config.weight_decay).build(), None)
+            ModuleOptimizer::from(adamw(0.0)).with_group(decayed, adamw(config.weight_decay), None)
         }
         OptimizerKind::Sgd => {
             let sgd = |wd: f64| {
