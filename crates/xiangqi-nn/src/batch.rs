@@ -5,6 +5,7 @@
 use xiangqi::env::{InvalidPieceCode, PlaneInputs};
 use xiangqi_search::{Encoding, GameEnv};
 
+use crate::error::NnError;
 use crate::model::{MOVES_LEFT_SCALE, WDL};
 
 /// The targets of the auxiliary heads for one sample (see the [loss](crate::train));
@@ -209,6 +210,43 @@ impl TrainBatch {
         self.full.push(if full_search { 1.0 } else { 0.0 });
         self.value_weight.push(value_weight);
         self.push_auxiliary(aux);
+        Ok(())
+    }
+
+    /// Appends `other`'s samples after this batch's own, in order: the batch is then what
+    /// pushing them here one by one would have made.
+    ///
+    /// # Errors
+    /// [`NnError::Batch`] if `other`'s samples are of another game or encoding (nothing is
+    /// added).
+    pub fn append(&mut self, other: &TrainBatch) -> Result<(), NnError> {
+        if other.encoding != self.encoding {
+            return Err(NnError::Batch(format!(
+                "appending samples of {} (encoding {}) to a batch of {} (encoding {})",
+                other.encoding.game,
+                other.encoding.version,
+                self.encoding.game,
+                self.encoding.version
+            )));
+        }
+        let (n, size) = (self.len(), self.encoding.policy_size);
+        if !other.opponent.is_empty() || !self.opponent.is_empty() {
+            // Zero rows for the samples of either part before its first target.
+            self.opponent.resize(n * size, 0.0);
+            self.opponent.extend_from_slice(&other.opponent);
+            self.opponent.resize((n + other.len()) * size, 0.0);
+        }
+        self.planes.extend_from_slice(&other.planes);
+        self.policy.extend_from_slice(&other.policy);
+        self.wdl.extend_from_slice(&other.wdl);
+        self.full.extend_from_slice(&other.full);
+        self.legal.extend_from_slice(&other.legal);
+        self.value_weight.extend_from_slice(&other.value_weight);
+        self.opponent_weight.extend_from_slice(&other.opponent_weight);
+        self.short_term.extend_from_slice(&other.short_term);
+        self.short_term_weight.extend_from_slice(&other.short_term_weight);
+        self.moves_left.extend_from_slice(&other.moves_left);
+        self.moves_left_weight.extend_from_slice(&other.moves_left_weight);
         Ok(())
     }
 

@@ -919,6 +919,14 @@ const SHORT_TERM: [[f32; 3]; 2] = [[0.6, 0.3, 0.1], [0.1, 0.2, 0.7]];
 fn aux_batch(n: usize, seed: u64) -> TrainBatch {
     let mut b = TrainBatch::with_capacity::<xiangqi::Game>(n);
     for (i, game) in games(n, seed).iter().enumerate() {
+        push_aux_sample(&mut b, i, game);
+    }
+    b
+}
+
+/// Pushes sample `i` of [`aux_batch`] (from `game`) onto `b`.
+fn push_aux_sample(b: &mut TrainBatch, i: usize, game: &xiangqi::Game) {
+    {
         let turn = game.position().turn();
         let moves = game.legal_moves();
         assert!(moves.len() >= 3, "a fixture position with fewer than three moves");
@@ -946,7 +954,34 @@ fn aux_batch(n: usize, seed: u64) -> TrainBatch {
         b.push_with_auxiliary(&PlaneInputs::from_game(game), &policy, wdl, true, 1.0, &aux)
             .unwrap();
     }
-    b
+}
+
+/// Batches appended part by part equal the batch of the same samples pushed one by one, where
+/// parts with and without opponent-reply targets meet (sample 3 has none); a batch of another
+/// game is refused and leaves the batch as it was.
+#[test]
+fn appended_batches_equal_the_samples_pushed_in_order() {
+    let games = games(9, 41);
+    let pushed = |range: std::ops::Range<usize>| {
+        let mut b = TrainBatch::new::<xiangqi::Game>();
+        for i in range {
+            push_aux_sample(&mut b, i, &games[i]);
+        }
+        b
+    };
+    for cuts in [vec![0, 3, 4, 9], vec![3, 4, 9], vec![0, 1, 2, 9], vec![3, 4], vec![4, 4, 9]] {
+        let mut b = TrainBatch::new::<xiangqi::Game>();
+        for w in cuts.windows(2) {
+            b.append(&pushed(w[0]..w[1])).unwrap();
+        }
+        let whole = pushed(cuts[0]..*cuts.last().unwrap());
+        assert_eq!(b, whole, "cuts {cuts:?}");
+    }
+    let mut b = pushed(0..2);
+    let before = b.clone();
+    let err = b.append(&TrainBatch::new::<xiangqi::janggi::Game>()).unwrap_err().to_string();
+    assert!(err.contains("janggi") && err.contains("xiangqi"), "{err}");
+    assert_eq!(b, before);
 }
 
 fn log_softmax(logits: &[f32]) -> Vec<f32> {

@@ -303,6 +303,40 @@ mod auxiliary {
         assert_eq!(batch.opponent_policy().1[0], 0.0);
         assert!(close(&batch.short_term_value().0[..3], &[0.2, 0.8, 0.0]));
     }
+
+    /// A batch drawn from the replay window is the drawn samples pushed one by one in order,
+    /// however many threads encode it; a damaged sample is named.
+    #[test]
+    fn a_drawn_batch_is_its_samples_pushed_in_order() {
+        use rand::SeedableRng;
+        use rand_chacha::ChaCha8Rng;
+
+        use super::super::window::ReplayWindow;
+
+        let mut window = ReplayWindow::default();
+        window.push(1, game(5, OutcomeReason::Checkmate), usize::MAX, 0.0);
+        window.push(2, game(9, OutcomeReason::LengthCap), usize::MAX, 0.0);
+        let targets = all_heads(2.0);
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let mut batch = TrainBatch::for_encoding(Encoding::of::<xiangqi::Game>(), 0);
+            pool.install(|| window.fill_batch(&mut batch, 53, 9, &targets)).unwrap();
+            let mut want = TrainBatch::for_encoding(Encoding::of::<xiangqi::Game>(), 53);
+            let mut rng = ChaCha8Rng::seed_from_u64(9);
+            for _ in 0..53 {
+                let (shard, i) = window.draw(&mut rng, None);
+                push_sample(&mut want, shard, i, &targets).unwrap();
+            }
+            assert_eq!(batch, want, "{threads} threads");
+        }
+        let mut bad = game(5, OutcomeReason::Checkmate);
+        bad.policy_moves[7] = u16::MAX;
+        let mut window = ReplayWindow::default();
+        window.push(1, bad, usize::MAX, 0.0);
+        let mut batch = TrainBatch::for_encoding(Encoding::of::<xiangqi::Game>(), 0);
+        let err = window.fill_batch(&mut batch, 40, 9, &targets).unwrap_err();
+        assert!(err.contains("sample 3: bad move code 65535"), "{err}");
+    }
 }
 
 /// `loop.keep_every_minutes`: the first checkpoint at or after each multiple of the period.

@@ -1,7 +1,12 @@
 //! The replay window: the newest shards' samples, whole shards, and its rebuilding from the shards
 //! on disk on resume.
 
+use rayon::prelude::*;
+
 use super::*;
+
+/// Samples a parallel task of [`ReplayWindow::fill_batch`] encodes.
+const FILL_CHUNK: usize = 16;
 
 /// The samples of the replay window: whole shards, newest last, and how often each sample is
 /// drawn (see [`sampling_weights`]).
@@ -156,9 +161,22 @@ impl ReplayWindow {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         batch.clear();
         let total = self.total_weight();
-        for _ in 0..size {
-            let (shard, i) = self.draw(&mut rng, total);
-            push_sample(batch, shard, i, targets)?;
+        let drawn: Vec<(&Shard, usize)> = (0..size).map(|_| self.draw(&mut rng, total)).collect();
+        // Encoded in parallel (the rules' input planes are most of the work) and appended in
+        // the order drawn: the batch is the one a single thread would have made.
+        let encoding = *batch.encoding();
+        let parts: Vec<Result<TrainBatch, String>> = drawn
+            .par_chunks(FILL_CHUNK)
+            .map(|chunk| {
+                let mut part = TrainBatch::for_encoding(encoding, chunk.len());
+                for &(shard, i) in chunk {
+                    push_sample(&mut part, shard, i, targets)?;
+                }
+                Ok(part)
+            })
+            .collect();
+        for part in parts {
+            batch.append(&part?).map_err(|e| e.to_string())?;
         }
         Ok(())
     }
