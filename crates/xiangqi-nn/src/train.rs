@@ -725,34 +725,13 @@ impl Trainer {
         Ok(enc)
     }
 
-    /// The batch's planes, policies and legal masks (and opponent-reply targets, for a network
-    /// with that head), each sample mirrored left to right with probability ½ when
-    /// `training.mirror` is on. The other targets do not change under the mirror.
+    /// Which samples of the batch are mirrored left to right: each with probability ½ when
+    /// `training.mirror` is on (none otherwise). The planes, policies, legal masks and
+    /// opponent-reply targets of those samples are mirrored as each micro-batch is cut
+    /// ([`Inputs::part`]); the other targets do not change under the mirror.
     fn augmented(&mut self, batch: &TrainBatch, enc: Encoding) -> Inputs {
-        let (input_size, policy_size) = (enc.input_size(), enc.policy_size);
-        let n = batch.len();
-        let mut planes = batch.planes.clone();
-        let mut policy = batch.policy.clone();
-        let mut legal = batch.legal.clone();
-        let mut opponent = Vec::new();
-        if self.net().opponent_policy_fc.is_some() {
-            opponent = batch.opponent.clone();
-            opponent.resize(n * policy_size, 0.0);
-        }
-        if self.config.mirror {
-            for i in 0..n {
-                if self.rng.random_bool(0.5) {
-                    let row = i * policy_size..(i + 1) * policy_size;
-                    (enc.mirror_planes)(&mut planes[i * input_size..(i + 1) * input_size]);
-                    (enc.mirror_policy)(&mut policy[row.clone()]);
-                    (enc.mirror_policy)(&mut legal[row.clone()]);
-                    if !opponent.is_empty() {
-                        (enc.mirror_policy)(&mut opponent[row]);
-                    }
-                }
-            }
-        }
-        Inputs { planes, policy, legal, opponent }
+        let flips = (0..batch.len()).map(|_| self.config.mirror && self.rng.random_bool(0.5));
+        Inputs { flips: flips.collect(), encoding: enc }
     }
 }
 
@@ -776,40 +755,64 @@ impl Heads {
     }
 }
 
-/// A step's (augmented) inputs, sample-major; `opponent` is empty for a network without the
-/// opponent-reply head.
+/// A step's augmentation: which samples are mirrored.
 struct Inputs {
-    planes: Vec<f32>,
-    policy: Vec<f32>,
-    legal: Vec<f32>,
-    opponent: Vec<f32>,
+    flips: Vec<bool>,
+    encoding: Encoding,
 }
 
 impl Inputs {
-    /// Samples `start..end` as a [`Part`], with the targets of the heads in `heads`.
+    /// Rows `start..end` of `v` (`width` values a sample; zeros for rows past its end, as the
+    /// opponent-reply targets of samples before the first one with a target), each mirrored
+    /// sample's row through `mirror`.
+    fn rows(
+        &self,
+        v: &[f32],
+        width: usize,
+        start: usize,
+        end: usize,
+        mirror: fn(&mut [f32]),
+    ) -> Vec<f32> {
+        let mut out = vec![0.0; (end - start) * width];
+        let have = v.len().min(end * width).saturating_sub(start * width);
+        if have > 0 {
+            out[..have].copy_from_slice(&v[start * width..start * width + have]);
+        }
+        for (row, &flip) in out.chunks_exact_mut(width).zip(&self.flips[start..end]) {
+            if flip {
+                mirror(row);
+            }
+        }
+        out
+    }
+
+    /// Samples `start..end` as a [`Part`], augmented, with the targets of the heads in `heads`.
     fn part(&self, batch: &TrainBatch, start: usize, end: usize, mask: bool, heads: Heads) -> Part {
-        let (input_size, policy_size) = (batch.encoding.input_size(), batch.encoding.policy_size);
+        let enc = &self.encoding;
+        let (input_size, policy_size) = (enc.input_size(), enc.policy_size);
         let rows = |v: &[f32], width: usize| v[start * width..end * width].to_vec();
+        let policy = self.rows(&batch.policy, policy_size, start, end, enc.mirror_policy);
         Part {
-            planes: rows(&self.planes, input_size),
-            policy: rows(&self.policy, policy_size),
+            planes: self.rows(&batch.planes, input_size, start, end, enc.mirror_planes),
+            // From the policy target as augmented (the power commutes with the mirror).
+            soft_policy: heads.soft.then(|| soft_policy_target(&policy, policy_size)),
+            policy,
             wdl: rows(&batch.wdl, WDL),
             full: rows(&batch.full, 1),
-            legal: mask.then(|| rows(&self.legal, policy_size)),
+            legal: mask
+                .then(|| self.rows(&batch.legal, policy_size, start, end, enc.mirror_policy)),
             value_weight: rows(&batch.value_weight, 1),
-            opponent: heads
-                .opponent
-                .then(|| (rows(&self.opponent, policy_size), rows(&batch.opponent_weight, 1))),
+            opponent: heads.opponent.then(|| {
+                let targets =
+                    self.rows(&batch.opponent, policy_size, start, end, enc.mirror_policy);
+                (targets, rows(&batch.opponent_weight, 1))
+            }),
             short_term: heads
                 .short_term
                 .then(|| (rows(&batch.short_term, WDL), rows(&batch.short_term_weight, 1))),
             moves_left: heads
                 .moves_left
                 .then(|| (rows(&batch.moves_left, 1), rows(&batch.moves_left_weight, 1))),
-            // From the policy target as augmented (the power commutes with the mirror).
-            soft_policy: heads
-                .soft
-                .then(|| soft_policy_target(&rows(&self.policy, policy_size), policy_size)),
         }
     }
 }
