@@ -121,14 +121,17 @@ fn outcome_rejects_unknown_rules() {
 
 #[test]
 fn a_closed_stdout_ends_the_program_quietly() {
-    // `xqz perft ... | head -0`: the reader is gone before the first line is written.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xqz"))
+    // `xqz perft ... | head -0`: the reader is gone before the first line is written. (The
+    // pipe's reading end is closed before the program starts: closed after the spawn, a program
+    // quicker than the test wrote its lines first and exited 0, one CI run in many.)
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let child = Command::new(env!("CARGO_BIN_EXE_xqz"))
         .args(["perft", "--depth", "4", "--divide"])
-        .stdout(std::process::Stdio::piped())
+        .stdout(writer)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    drop(child.stdout.take());
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{err}");
