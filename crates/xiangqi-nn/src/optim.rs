@@ -196,8 +196,8 @@ mod tests {
     }
 
     /// The fused step against burn's `AdamW`, parameter by parameter: equal bit for bit over
-    /// steps with changing learning rates, with and without decay, on a tensor split across
-    /// rayon tasks and on small ones of ranks 1 and 2.
+    /// steps with changing learning rates, with and without decay, on small parameters and on
+    /// one split across rayon tasks (rank 1 here; ranks 1 and 2 through whole modules below).
     #[test]
     fn the_fused_step_is_burns_adamw_bit_for_bit() {
         let dev = Device::flex();
