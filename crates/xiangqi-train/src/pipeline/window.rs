@@ -162,8 +162,8 @@ impl ReplayWindow {
         batch.clear();
         let total = self.total_weight();
         let drawn: Vec<(&Shard, usize)> = (0..size).map(|_| self.draw(&mut rng, total)).collect();
-        // Encoded in parallel (the rules' input planes are most of the work) and appended in
-        // the order drawn: the batch is the one a single thread would have made.
+        // Encoded in parallel (the planes with the rules' feature planes, the dense targets)
+        // and appended in the order drawn: the batch is the one a single thread would make.
         let encoding = *batch.encoding();
         let parts: Vec<Result<TrainBatch, String>> = drawn
             .par_chunks(FILL_CHUNK)
