@@ -615,8 +615,8 @@ impl Trainer {
     /// device fails.
     pub fn step(&mut self, batch: &TrainBatch) -> Result<StepMetrics, NnError> {
         let n = batch.len();
-        let enc = self.checked_encoding(batch)?;
-        let inputs = self.augmented(batch, enc);
+        self.checked_encoding(batch)?;
+        let inputs = self.augmented(batch);
         let mask_illegal = self.config.mask_illegal;
         let dev = &self.device;
         let inner = dev.clone().inner();
@@ -729,9 +729,9 @@ impl Trainer {
     /// `training.mirror` is on (none otherwise). The planes, policies, legal masks and
     /// opponent-reply targets of those samples are mirrored as each micro-batch is cut
     /// ([`Inputs::part`]); the other targets do not change under the mirror.
-    fn augmented(&mut self, batch: &TrainBatch, enc: Encoding) -> Inputs {
+    fn augmented(&mut self, batch: &TrainBatch) -> Inputs {
         let flips = (0..batch.len()).map(|_| self.config.mirror && self.rng.random_bool(0.5));
-        Inputs { flips: flips.collect(), encoding: enc }
+        Inputs { flips: flips.collect() }
     }
 }
 
@@ -758,7 +758,6 @@ impl Heads {
 /// A step's augmentation: which samples are mirrored.
 struct Inputs {
     flips: Vec<bool>,
-    encoding: Encoding,
 }
 
 impl Inputs {
@@ -773,11 +772,13 @@ impl Inputs {
         end: usize,
         mirror: fn(&mut [f32]),
     ) -> Vec<f32> {
-        let mut out = vec![0.0; (end - start) * width];
+        // Copied once, then zeros past `v`'s end (not zeroed first and then overwritten).
         let have = v.len().min(end * width).saturating_sub(start * width);
+        let mut out = Vec::with_capacity((end - start) * width);
         if have > 0 {
-            out[..have].copy_from_slice(&v[start * width..start * width + have]);
+            out.extend_from_slice(&v[start * width..start * width + have]);
         }
+        out.resize((end - start) * width, 0.0);
         for (row, &flip) in out.chunks_exact_mut(width).zip(&self.flips[start..end]) {
             if flip {
                 mirror(row);
@@ -788,7 +789,7 @@ impl Inputs {
 
     /// Samples `start..end` as a [`Part`], augmented, with the targets of the heads in `heads`.
     fn part(&self, batch: &TrainBatch, start: usize, end: usize, mask: bool, heads: Heads) -> Part {
-        let enc = &self.encoding;
+        let enc = &batch.encoding;
         let (input_size, policy_size) = (enc.input_size(), enc.policy_size);
         let rows = |v: &[f32], width: usize| v[start * width..end * width].to_vec();
         let policy = self.rows(&batch.policy, policy_size, start, end, enc.mirror_policy);
