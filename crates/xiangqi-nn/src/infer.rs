@@ -38,7 +38,7 @@ use xiangqi_search::{Encoding, EvalBuffer, EvalRequest, Evaluator, GameEnv};
 
 use crate::config::NetConfig;
 use crate::error::NnError;
-use crate::kernels::{AmxTower, HostBlock, HostNet, OutputRows, Packed, PolicyOut};
+use crate::kernels::{AmxTower, HostBlock, HostNet, OutputRows, Packed, PolicyOut, Winograd};
 use crate::model::{ConvBn, Net, NetOutput, WDL};
 
 /// Reads a float tensor back to the host.
@@ -357,6 +357,10 @@ impl InferenceNet {
             host_tower.push(HostBlock {
                 conv1: conv1.to_packed(),
                 conv2: conv2.to_packed(),
+                winograd: [
+                    Winograd::for_conv(&conv1.weight, &conv1.bias, conv1.shape),
+                    Winograd::for_conv(&conv2.weight, &conv2.bias, conv2.shape),
+                ],
                 pool: pool.as_ref().map(|(g, fc)| (*g, fc.to_packed())),
                 se: se.as_ref().map(|(a, b)| (a.to_packed(), b.to_packed())),
             });

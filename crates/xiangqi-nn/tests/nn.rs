@@ -729,7 +729,8 @@ fn a_value_weight_of_zero_teaches_the_value_head_nothing() {
 
 /// The CPU kernels (the default path on the CPU) against burn's operations on the same folded
 /// net: every architecture option, filter counts that are and are not a multiple of the SIMD
-/// width, both games, real positions and random planes, batches that fill and split chunks.
+/// width, below and above Winograd's threshold, both games, real positions and random planes,
+/// batches that fill and split chunks.
 /// Both compute the same sums in another order: they agree within 1e-4 of the logits' scale.
 #[test]
 fn the_cpu_kernels_compute_what_the_backend_computes() {
@@ -749,6 +750,12 @@ fn the_cpu_kernels_compute_what_the_backend_computes() {
         (
             NetConfig { global_channels: 6, global_every: 2, ..NetConfig::new(2, 40) },
             GlobalKind::GlobalPooling,
+        ),
+        // 64 filters and more: the tower's convolutions by Winograd's algorithm.
+        (NetConfig::new(1, 64), GlobalKind::None),
+        (
+            NetConfig { global_channels: 8, global_every: 1, ..NetConfig::new(1, 70) },
+            GlobalKind::SqueezeExcitation,
         ),
     ];
     let features = Encoding::of::<Game>().with_features(true).unwrap();

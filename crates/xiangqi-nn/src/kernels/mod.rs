@@ -22,6 +22,11 @@
 //!   a row per position). Where the caller wants only some policy logits (self-play's
 //!   evaluator: those of the legal moves), the policy's linear layer is instead a dot product
 //!   of the position's features with each chosen output's row of weights ([`OutputRows`]).
+//! * **Winograd.** Where a tower convolution has 64 input and output channels or more, it runs
+//!   by Winograd's minimal filtering F(2 × 2, 3 × 3) instead (the `winograd` module): about half
+//!   the multiplications, as sixteen products of transformed inputs by transformed weights
+//!   through the same kernel, the bias, residual and ReLU applied as the outputs are
+//!   transformed back.
 //! * **SIMD** comes from `pulp`, which detects AVX-512 or AVX2 + FMA at run time and compiles
 //!   the whole chunk's computation once per instruction set (no `unsafe` outside the AMX
 //!   module); other CPUs get a scalar build of the same code.
@@ -36,21 +41,20 @@
 //! The outputs equal burn's folded forward pass up to the rounding of a different summation
 //! order (tested within 1e-4 on random nets and real positions of both games).
 //!
-//! **Training.** `board_conv3x3` takes and returns burn's `[n, c, 10, 9]` layout: each chunk
-//! of positions is copied onto the padded channels-last board, run through the same kernel
-//! (no bias, no ReLU) and copied back. The input gradient is the same convolution of the output
-//! gradient with the flipped, transposed weights. The weight gradient is a matrix product whose
-//! long dimension is the board points: SIMD vectors along one kernel row's three taps of input
-//! channels (consecutive floats on the padded board) by tiles of output channels broadcast
-//! from the gradient, summed in registers over a chunk's points, the chunks' sums added at the
-//! end. Batch normalisation sums each board in `f32` lanes and the boards in `f64`. All of
-//! them equal burn's operations within 1e-4 (`train_ops`' tests), and the convolutions their
-//! definitions with every instruction set (this module's tests). With
-//! `training.precision = "bf16"` on a CPU with AMX, the three convolutions run as AMX tile
-//! products in bfloat16 with `f32` sums (the `amx` module); batch normalisation stays `f32`.
-//! The losses' softmax cross-entropy (the policy's over the legal moves, the auxiliary heads',
-//! the value's) runs in one pass per row with a vectorised `exp`, its gradient in another
-//! (the `loss` module).
+//! **Training.** `board_conv3x3` takes and returns burn's `[n, c, 10, 9]` layout: each chunk of
+//! positions is copied onto the padded channels-last board, run through the same kernel (no bias,
+//! no ReLU; by Winograd's algorithm from 64 channels) and copied back. The input gradient is the
+//! same convolution of the output gradient with the flipped, transposed weights. The weight
+//! gradient is a matrix product whose long dimension is the board points: SIMD vectors along one
+//! kernel row's three taps of input channels (consecutive floats on the padded board) by tiles of
+//! output channels broadcast from the gradient, summed in registers over a chunk's points, the
+//! chunks' sums added at the end. Batch normalisation sums each board in `f32` lanes and the boards
+//! in `f64`. All of them equal burn's operations within 1e-4 (`train_ops`' tests), and the
+//! convolutions their definitions with every instruction set (this module's tests). With
+//! `training.precision = "bf16"` on a CPU with AMX, the three convolutions run as AMX tile products
+//! in bfloat16 with `f32` sums (the `amx` module); batch normalisation stays `f32`. The losses'
+//! softmax cross-entropy (the policy's over the legal moves, the auxiliary heads', the value's)
+//! runs in one pass per row with a vectorised `exp`, its gradient in another (the `loss` module).
 
 use std::cell::RefCell;
 
@@ -62,10 +66,13 @@ mod amx;
 mod chosen;
 mod loss;
 mod train;
+mod winograd;
 
 use chosen::chosen_outputs;
 pub(crate) use chosen::{OutputRows, PolicyOut};
 pub(crate) use loss::{ILLEGAL_LOGIT_OFFSET, softmax_cross_entropy, softmax_cross_entropy_grad};
+
+pub(crate) use winograd::Winograd;
 
 pub(crate) use train::{
     batch_norm_train, batch_norm_train_backward, board_conv3x3, board_conv3x3_input_grad,
@@ -226,6 +233,9 @@ pub(crate) struct HostBlock {
     /// by the pooled channels.
     pub(crate) conv1: Packed,
     pub(crate) conv2: Packed,
+    /// The two convolutions packed for Winograd's algorithm, where it is the faster kernel for
+    /// their channel counts ([`Winograd::for_conv`]); run instead of `conv1` and `conv2`.
+    pub(crate) winograd: [Option<Winograd>; 2],
     /// Global pooling: pooled channels and the linear layer of their means and maxima.
     pub(crate) pool: Option<(usize, Packed)>,
     /// Squeeze-excitation: its two linear layers.
@@ -411,6 +421,9 @@ struct Scratch {
     x: Buf,
     y: Buf,
     z: Buf,
+    /// Winograd's transformed inputs and products.
+    wv: Buf,
+    wm: Buf,
     /// Small per-position vectors: pooled features, squeeze-excitation.
     feat: Buf,
     gate: Buf,
@@ -581,7 +594,13 @@ impl WithSimd for Chunk<'_> {
                 let ys = round_up(block.conv1.cout, ALIGN);
                 s.y.prepare(padded_rows, ys);
                 let io = Io { rows, out_rows: rows, store: ys, relu: true, accumulate: false };
-                layer(simd, &block.conv1, &s.x.data, fs, &mut s.y.data, ys, io);
+                match &block.winograd[0] {
+                    Some(w) => {
+                        let bufs = (&mut s.wv, &mut s.wm);
+                        w.run(simd, &s.x.data, fs, n, &mut s.y.data, ys, io, bufs, &s.ident);
+                    }
+                    None => layer(simd, &block.conv1, &s.x.data, fs, &mut s.y.data, ys, io),
+                }
                 if let Some((g, fc)) = &block.pool {
                     pool_bias(
                         simd,
@@ -601,13 +620,45 @@ impl WithSimd for Chunk<'_> {
                         // x = relu(x + conv2(y)), in place.
                         let io =
                             Io { rows, out_rows: rows, store: fs, relu: true, accumulate: true };
-                        layer(simd, &block.conv2, &s.y.data, ys, &mut s.x.data, fs, io);
+                        match &block.winograd[1] {
+                            Some(w) => {
+                                let bufs = (&mut s.wv, &mut s.wm);
+                                w.run(
+                                    simd,
+                                    &s.y.data,
+                                    ys,
+                                    n,
+                                    &mut s.x.data,
+                                    fs,
+                                    io,
+                                    bufs,
+                                    &s.ident,
+                                );
+                            }
+                            None => layer(simd, &block.conv2, &s.y.data, ys, &mut s.x.data, fs, io),
+                        }
                     }
                     Some((fc1, fc2)) => {
                         s.z.prepare(padded_rows, fs);
                         let io =
                             Io { rows, out_rows: rows, store: fs, relu: false, accumulate: false };
-                        layer(simd, &block.conv2, &s.y.data, ys, &mut s.z.data, fs, io);
+                        match &block.winograd[1] {
+                            Some(w) => {
+                                let bufs = (&mut s.wv, &mut s.wm);
+                                w.run(
+                                    simd,
+                                    &s.y.data,
+                                    ys,
+                                    n,
+                                    &mut s.z.data,
+                                    fs,
+                                    io,
+                                    bufs,
+                                    &s.ident,
+                                );
+                            }
+                            None => layer(simd, &block.conv2, &s.y.data, ys, &mut s.z.data, fs, io),
+                        }
                         let b = SeBuffers {
                             x: &mut s.x,
                             z: &s.z,

@@ -12,8 +12,8 @@ use xiangqi::env::PLANE_SIZE;
 #[cfg(target_arch = "x86_64")]
 use super::amx;
 use super::{
-    Buf, Io, PAD_FILES, PAD_SIZE, Packed, balanced_chunk, board_rows, layer, round_up, simd_shape,
-    to_padded,
+    ALIGN, Buf, Io, PAD_FILES, PAD_SIZE, Packed, Winograd, balanced_chunk, board_rows, layer,
+    round_up, simd_shape, to_padded,
 };
 
 /// Positions in one parallel chunk of a training convolution.
@@ -37,6 +37,9 @@ struct ConvScratch {
     input: Buf,
     /// The output (or the gradient), channels-last, a dense row per board point.
     out: Buf,
+    /// Winograd's transformed inputs and products.
+    wv: Buf,
+    wm: Buf,
 }
 
 impl ConvScratch {
@@ -119,11 +122,13 @@ pub(crate) fn board_conv3x3(
         return out;
     }
     let _ = bf16;
-    let p = Packed::conv(weight, &vec![0.0; cout], [cout, cin, 3, 3]);
+    let zero = vec![0.0; cout];
+    let p = Packed::conv(weight, &zero, [cout, cin, 3, 3]);
+    let w = Winograd::for_conv(weight, &zero, [cout, cin, 3, 3]);
     let run = |x: &[f32], out: &mut [f32]| {
         CONV_SCRATCH.with(|s| {
             let scratch = &mut s.borrow_mut();
-            Arch::new().dispatch(ConvChunk { p: &p, x, out, scratch });
+            Arch::new().dispatch(ConvChunk { p: &p, w: w.as_ref(), x, out, scratch });
         });
     };
     by_chunks(x, cin, &mut out, cout, chunk, run);
@@ -284,6 +289,8 @@ fn weight_grad_from_runs(acc: &[f32], cin: usize, cout: usize, run_len: usize) -
 /// One chunk of [`board_conv3x3`], compiled once per instruction set.
 struct ConvChunk<'a> {
     p: &'a Packed,
+    /// The same convolution for Winograd's algorithm, which runs instead where given.
+    w: Option<&'a Winograd>,
     x: &'a [f32],
     out: &'a mut [f32],
     scratch: &'a mut ConvScratch,
@@ -294,15 +301,26 @@ impl WithSimd for ConvChunk<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let ConvChunk { p, x, out, scratch: s } = self;
+        let ConvChunk { p, w, x, out, scratch: s } = self;
         let (cin, cout) = (p.cin, p.cout);
         let n = x.len() / (cin * PLANE_SIZE);
         s.rows(n);
-        to_padded(x, cin, &mut s.input, cin);
         s.out.prepare(n * PLANE_SIZE, cout);
         let io =
             Io { rows: &s.rows, out_rows: &s.ident, store: cout, relu: false, accumulate: false };
-        layer(simd, p, &s.input.data, cin, &mut s.out.data, cout, io);
+        match w {
+            Some(w) => {
+                // Winograd's input transform reads whole vectors of channels.
+                let stride = round_up(cin, ALIGN);
+                to_padded(x, cin, &mut s.input, stride);
+                let bufs = (&mut s.wv, &mut s.wm);
+                w.run(simd, &s.input.data, stride, n, &mut s.out.data, cout, io, bufs, &s.ident);
+            }
+            None => {
+                to_padded(x, cin, &mut s.input, cin);
+                layer(simd, p, &s.input.data, cin, &mut s.out.data, cout, io);
+            }
+        }
         from_rows(&s.out.data[..n * PLANE_SIZE * cout], cout, cout, out);
     }
 }
@@ -584,7 +602,8 @@ mod tests {
     /// The training convolution, its input gradient and its weight gradient against their
     /// definitions (in f64, zero outside the board), with the AVX-512 code, the AVX2 + FMA code
     /// (16 registers: other tiles) and the scalar code, whichever this CPU can run: channel
-    /// counts with partial vectors, several strips and partial tiles.
+    /// counts with partial vectors, several strips and partial tiles. The convolutions run by
+    /// the direct kernel and by Winograd's algorithm, whatever the channel counts, and agree.
     #[test]
     fn the_training_convolutions_compute_their_definitions_on_every_instruction_set() {
         // `x[b, i, p + d_t]`, zero off the board.
@@ -616,18 +635,26 @@ mod tests {
                     let w = noise(cout * cin * 9, 2);
                     let g = noise(n * cout * PLANE_SIZE, 3);
                     let mut scratch = ConvScratch::default();
-                    let conv = |x: &[f32],
-                                w: &[f32],
-                                cin: usize,
-                                cout: usize,
-                                s: &mut ConvScratch| {
-                        let shape = [cout, cin, 3, 3];
-                        let p =
-                            Packed::conv_with_shape(w, &vec![0.0; cout], shape, lanes, registers);
-                        let mut out = vec![f32::NAN; n * cout * PLANE_SIZE];
-                        ConvChunk { p: &p, x, out: &mut out, scratch: s }.with_simd(simd);
-                        out
-                    };
+                    let conv =
+                        |x: &[f32], w: &[f32], cin: usize, cout: usize, s: &mut ConvScratch| {
+                            let shape = [cout, cin, 3, 3];
+                            let zero = vec![0.0; cout];
+                            let p = Packed::conv_with_shape(w, &zero, shape, lanes, registers);
+                            let mut out = vec![f32::NAN; n * cout * PLANE_SIZE];
+                            let chunk =
+                                ConvChunk { p: &p, w: None, x, out: &mut out, scratch: &mut *s };
+                            chunk.with_simd(simd);
+                            // Winograd's algorithm gives the same outputs.
+                            let wino = Winograd::with_shape(w, &zero, shape, lanes, registers);
+                            let mut other = vec![f32::NAN; n * cout * PLANE_SIZE];
+                            let chunk =
+                                ConvChunk { p: &p, w: Some(&wino), x, out: &mut other, scratch: s };
+                            chunk.with_simd(simd);
+                            for (k, (a, b)) in out.iter().zip(&other).enumerate() {
+                                assert!((a - b).abs() < 1e-4 * (1.0 + a.abs()), "{k}: {a} vs {b}");
+                            }
+                            out
+                        };
                     // y[b, o, p] = Σ_i Σ_t W[o, i, t] · x[b, i, p + d_t].
                     let mut want = vec![0.0; n * cout * PLANE_SIZE];
                     // dW[o, i, t] = Σ_b Σ_p g[b, o, p] · x[b, i, p + d_t].
