@@ -20,11 +20,11 @@
 //! 1. H2-E2 H9-G7 2. H0-G2 ... 1-0
 //! ```
 //!
-//! Moves are in ICCS: the origin and target as an upper-case file letter `A`–`I` and a rank
-//! digit `0`–`9` counted from Red's side, joined by a dash. A game that does not begin at the
-//! standard start position carries `[SetUp "1"]` and `[FEN "..."]`. `Termination` holds the
-//! outcome reason (`checkmate`, `repetition`, `resignation`, `length_cap`, ...).
-//! [`parse_pgn_moves`] reads the move text back.
+//! `Round` is the game's number counted from 1 (its `game_id` plus one). Moves are in ICCS: the
+//! origin and target as an upper-case file letter `A`–`I` and a rank digit `0`–`9` counted from
+//! Red's side, joined by a dash. A game that does not begin at the standard start position carries
+//! `[SetUp "1"]` and `[FEN "..."]`. `Termination` holds the outcome reason (`checkmate`,
+//! `repetition`, `resignation`, `length_cap`, ...). [`parse_pgn_moves`] reads the move text back.
 
 use std::io::{self, Write};
 
@@ -147,7 +147,8 @@ impl<G: GameEnv> GameRecord<G> {
         writeln!(w, "[Event \"xqz selfplay\"]")?;
         writeln!(w, "[Site \"?\"]")?;
         writeln!(w, "[Date \"????.??.??\"]")?;
-        writeln!(w, "[Round \"{}\"]", self.game_id)?;
+        // Counted from 1, as people and the arena's messages count games.
+        writeln!(w, "[Round \"{}\"]", self.game_id.saturating_add(1))?;
         writeln!(w, "[{} \"xqz\"]", G::SIDE_TAGS[0])?;
         writeln!(w, "[{} \"xqz\"]", G::SIDE_TAGS[1])?;
         writeln!(w, "[Result \"{result}\"]")?;

@@ -366,6 +366,8 @@ mod tests {
         let text = String::from_utf8(pgn).unwrap();
         assert!(text.contains("[Termination \"illegal_move\"]"), "{text}");
         assert!(text.contains("[Red \"broken\"]") && text.contains("[Event \"x\"]"), "{text}");
+        // Game 0 is the first: round 1, as the forfeit message counts it.
+        assert!(text.contains("[Round \"1\"]"), "{text}");
 
         // A 1 ms move with a 1 s margin: generous for the random player on a loaded machine
         // (it answers in microseconds), missed by a player that takes 2 s.
