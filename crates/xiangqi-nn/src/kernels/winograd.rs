@@ -10,7 +10,8 @@
 //! module's register-tiled kernel as one-tap layers. A position costs 25 · 16 = 400
 //! multiplications per pair of channels where the direct convolution costs 90 · 9 = 810, and
 //! each product's weights (`cin · cout` floats) stay in the L1 cache where the direct kernel
-//! streams all nine taps' from L2.
+//! streams all nine taps' from L2. The transforms' loads and stores take back much of that (the
+//! measured gain and the channel counts it pays for: [`MIN_CHANNELS`]).
 //!
 //! With
 //! ```text
@@ -47,9 +48,9 @@ const GROUP: usize = 4;
 const G: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]];
 
 /// The fewest input and output channels for which the tower's convolutions run by this
-/// algorithm. Measured on a 2-core AVX-512 Xeon (`experiments/2026-12-07-winograd/`): 1.12 times
-/// the direct kernel's positions/s for a 6 × 64 net, but 0.87 times for 3 × 32 and 0.76 times
-/// for 2 × 24, whose narrow products do too little work per transformed value.
+/// algorithm. Measured on a 2-core AVX-512 Xeon (`experiments/2026-12-07-winograd/`): 1.08–1.18
+/// times the direct kernel's positions/s for a 6 × 64 net, but 0.84–0.90 times for 3 × 32 and
+/// 0.75–0.83 times for 2 × 24, whose narrow products do too little work per transformed value.
 const MIN_CHANNELS: usize = 64;
 
 /// A 3 × 3 convolution packed for Winograd's algorithm.
