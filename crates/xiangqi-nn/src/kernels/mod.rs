@@ -594,13 +594,9 @@ impl WithSimd for Chunk<'_> {
                 let ys = round_up(block.conv1.cout, ALIGN);
                 s.y.prepare(padded_rows, ys);
                 let io = Io { rows, out_rows: rows, store: ys, relu: true, accumulate: false };
-                match &block.winograd[0] {
-                    Some(w) => {
-                        let bufs = (&mut s.wv, &mut s.wm);
-                        w.run(simd, &s.x.data, fs, n, &mut s.y.data, ys, io, bufs, &s.ident);
-                    }
-                    None => layer(simd, &block.conv1, &s.x.data, fs, &mut s.y.data, ys, io),
-                }
+                let (p, w) = (&block.conv1, block.winograd[0].as_ref());
+                let bufs = (&mut s.wv, &mut s.wm);
+                tower_conv(simd, p, w, (&s.x.data, fs), (&mut s.y.data, ys), io, n, bufs, &s.ident);
                 if let Some((g, fc)) = &block.pool {
                     pool_bias(
                         simd,
@@ -620,45 +616,19 @@ impl WithSimd for Chunk<'_> {
                         // x = relu(x + conv2(y)), in place.
                         let io =
                             Io { rows, out_rows: rows, store: fs, relu: true, accumulate: true };
-                        match &block.winograd[1] {
-                            Some(w) => {
-                                let bufs = (&mut s.wv, &mut s.wm);
-                                w.run(
-                                    simd,
-                                    &s.y.data,
-                                    ys,
-                                    n,
-                                    &mut s.x.data,
-                                    fs,
-                                    io,
-                                    bufs,
-                                    &s.ident,
-                                );
-                            }
-                            None => layer(simd, &block.conv2, &s.y.data, ys, &mut s.x.data, fs, io),
-                        }
+                        let (p, w) = (&block.conv2, block.winograd[1].as_ref());
+                        let bufs = (&mut s.wv, &mut s.wm);
+                        let out = (&mut s.x.data[..], fs);
+                        tower_conv(simd, p, w, (&s.y.data, ys), out, io, n, bufs, &s.ident);
                     }
                     Some((fc1, fc2)) => {
                         s.z.prepare(padded_rows, fs);
                         let io =
                             Io { rows, out_rows: rows, store: fs, relu: false, accumulate: false };
-                        match &block.winograd[1] {
-                            Some(w) => {
-                                let bufs = (&mut s.wv, &mut s.wm);
-                                w.run(
-                                    simd,
-                                    &s.y.data,
-                                    ys,
-                                    n,
-                                    &mut s.z.data,
-                                    fs,
-                                    io,
-                                    bufs,
-                                    &s.ident,
-                                );
-                            }
-                            None => layer(simd, &block.conv2, &s.y.data, ys, &mut s.z.data, fs, io),
-                        }
+                        let (p, w) = (&block.conv2, block.winograd[1].as_ref());
+                        let bufs = (&mut s.wv, &mut s.wm);
+                        let out = (&mut s.z.data[..], fs);
+                        tower_conv(simd, p, w, (&s.y.data, ys), out, io, n, bufs, &s.ident);
                         let b = SeBuffers {
                             x: &mut s.x,
                             z: &s.z,
@@ -817,6 +787,27 @@ fn squeeze_excite<S: Simd>(
                 x[j] = if y < 0.0 { 0.0 } else { y }; // a NaN stays NaN
             }
         }
+    }
+}
+
+/// A tower convolution of `n` positions on the zero-bordered board: by Winograd's algorithm where
+/// the block has it packed so (`w`), else by [`layer`] with `p`; `io` as [`layer`] takes it.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn tower_conv<S: Simd>(
+    simd: S,
+    p: &Packed,
+    w: Option<&Winograd>,
+    (input, in_stride): (&[f32], usize),
+    (out, out_stride): (&mut [f32], usize),
+    io: Io<'_>,
+    n: usize,
+    bufs: (&mut Buf, &mut Buf),
+    ident: &[usize],
+) {
+    match w {
+        Some(w) => w.run(simd, input, in_stride, n, out, out_stride, io, bufs, ident),
+        None => layer(simd, p, input, in_stride, out, out_stride, io),
     }
 }
 
