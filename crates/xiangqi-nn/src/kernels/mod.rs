@@ -96,6 +96,25 @@ fn padded_row(i: usize, sq: usize) -> usize {
     i * PAD_SIZE + (rank + 1) * PAD_FILES + file + 1
 }
 
+/// The vector of `src` (a whole vector's floats or fewer; zeros past its end). A whole vector is
+/// one plain load: `pulp`'s masked load is a call through a table of lengths, which cost a few
+/// percent of a net's time when every tile's stores went through it.
+#[inline(always)]
+fn load_vector<S: Simd>(simd: S, src: &[f32]) -> S::f32s {
+    if src.len() == S::F32_LANES { S::as_simd_f32s(src).0[0] } else { simd.partial_load_f32s(src) }
+}
+
+/// Stores the first `dst.len()` lanes of `v` (a whole vector's floats or fewer) into `dst`, as
+/// [`load_vector`]: a whole vector by one plain store.
+#[inline(always)]
+fn store_vector<S: Simd>(simd: S, dst: &mut [f32], v: S::f32s) {
+    if dst.len() == S::F32_LANES {
+        S::as_mut_simd_f32s(dst).0[0] = v;
+    } else {
+        simd.partial_store_f32s(dst, v);
+    }
+}
+
 /// The SIMD width (floats per vector) and register count of the instruction set `pulp` picks
 /// on this CPU.
 fn simd_shape() -> (usize, usize) {
@@ -967,7 +986,7 @@ fn tiles<S: Simd, const MR: usize, const NV: usize>(
                 let start = io.out_rows[r0 + r.min(m - 1)] * out_stride;
                 for v in 0..NV {
                     let (col, len) = stored(v);
-                    let held = simd.partial_load_f32s(&out[start + col..start + col + len]);
+                    let held = load_vector(simd, &out[start + col..start + col + len]);
                     acc[r][v] = simd.add_f32s(acc[r][v], held);
                 }
             }
@@ -996,7 +1015,7 @@ fn tiles<S: Simd, const MR: usize, const NV: usize>(
                 // `max(0, a)`: x86's max returns its second operand when one is NaN, so a NaN
                 // stays NaN (as in burn) and the evaluator's NaN fallback still sees it.
                 let value = if io.relu { simd.max_f32s(zero, a) } else { a };
-                simd.partial_store_f32s(&mut out[start + col..start + col + len], value);
+                store_vector(simd, &mut out[start + col..start + col + len], value);
             }
         }
         r0 += m;

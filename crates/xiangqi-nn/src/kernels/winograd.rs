@@ -33,7 +33,10 @@
 use pulp::Simd;
 use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE};
 
-use super::{ALIGN, Buf, Io, PAD_FILES, PAD_SIZE, Packed, layer, round_up, simd_shape};
+use super::{
+    ALIGN, Buf, Io, PAD_FILES, PAD_SIZE, Packed, layer, load_vector, round_up, simd_shape,
+    store_vector,
+};
 
 /// Tiles along the ranks (10 → 5) and the files (9 → 5).
 const TILE_RANKS: usize = PLANE_RANKS / 2;
@@ -200,9 +203,10 @@ impl Winograd {
         let lanes = S::F32_LANES;
         let rows = q * TILES;
         let zero = simd.splat_f32s(0.0);
-        let load = |at: usize| S::as_simd_f32s(&m[at..at + lanes]).0[0];
         // As the direct kernel: the stored columns, up to the vectors that hold outputs.
         let columns = io.store.min(round_up(self.cout, lanes));
+        // No closures here: one returning a vector is compiled without the caller's instruction
+        // set and called, not inlined (a call per load, measured on AVX-512).
         for i in 0..q {
             for tile in 0..TILES {
                 let (tr, tf) = (tile / TILE_FILES, tile % TILE_FILES);
@@ -212,10 +216,13 @@ impl Winograd {
                     let len = (columns - c).min(lanes);
                     let mut s = [[zero; 4]; 2];
                     for b in 0..4 {
-                        let p = |a: usize| load(((a * 4 + b) * rows + t) * ms + c);
-                        let (m0, m1, m2, m3) = (p(0), p(1), p(2), p(3));
-                        s[0][b] = simd.add_f32s(simd.add_f32s(m0, m1), m2);
-                        s[1][b] = simd.sub_f32s(simd.sub_f32s(m1, m2), m3);
+                        let mut p = [zero; 4];
+                        for (a, p) in p.iter_mut().enumerate() {
+                            let at = ((a * 4 + b) * rows + t) * ms + c;
+                            *p = S::as_simd_f32s(&m[at..at + lanes]).0[0];
+                        }
+                        s[0][b] = simd.add_f32s(simd.add_f32s(p[0], p[1]), p[2]);
+                        s[1][b] = simd.sub_f32s(simd.sub_f32s(p[1], p[2]), p[3]);
                     }
                     let bias = S::as_simd_f32s(&self.bias[c..c + lanes]).0[0];
                     for (y, s) in s.iter().enumerate() {
@@ -230,13 +237,13 @@ impl Winograd {
                             let dst = &mut out[at..at + len];
                             let mut value = simd.add_f32s(value, bias);
                             if io.accumulate {
-                                value = simd.add_f32s(value, simd.partial_load_f32s(dst));
+                                value = simd.add_f32s(value, load_vector(simd, dst));
                             }
                             if io.relu {
                                 // As the direct kernel: a NaN stays NaN.
                                 value = simd.max_f32s(zero, value);
                             }
-                            simd.partial_store_f32s(dst, value);
+                            store_vector(simd, dst, value);
                         }
                     }
                 }
@@ -269,14 +276,15 @@ fn transform_inputs<S: Simd>(
             // Padded files 2·tf … 2·tf + 3; the last tile's fourth lies beyond the border.
             let files = (PAD_FILES - 2 * tf).min(4);
             for c in (0..cs).step_by(lanes) {
-                // Bᵀ d, column by column.
+                // Bᵀ d, column by column (no closure: see `transform_outputs`).
                 let mut bd = [[zero; 4]; 4];
                 for b in 0..files {
-                    let at = |a: usize| {
+                    let mut d = [zero; 4];
+                    for (a, d) in d.iter_mut().enumerate() {
                         let start = (corner + a * PAD_FILES + b) * in_stride + c;
-                        S::as_simd_f32s(&input[start..start + lanes]).0[0]
-                    };
-                    let (d0, d1, d2, d3) = (at(0), at(1), at(2), at(3));
+                        *d = S::as_simd_f32s(&input[start..start + lanes]).0[0];
+                    }
+                    let [d0, d1, d2, d3] = d;
                     bd[0][b] = simd.sub_f32s(d0, d2);
                     bd[1][b] = simd.add_f32s(d1, d2);
                     bd[2][b] = simd.sub_f32s(d2, d1);
