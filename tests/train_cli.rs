@@ -1336,3 +1336,29 @@ fn training_precision_runs_bf16_where_it_can_and_says_why_where_it_cannot() {
     }
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// The start line names the arithmetic of self-play's network: `loop.precision = "auto"` is
+/// bfloat16 where this CPU has AMX (the tiny net's plain tower can use it) and `f32` elsewhere;
+/// without the key (`f32`) it is `f32` on every CPU.
+#[test]
+fn the_start_line_names_the_precision_self_play_computes_in() {
+    let text = fs::read_to_string(tiny()).unwrap().replacen(
+        "[loop]\n",
+        "[loop]\nprecision = \"auto\"\n",
+        1,
+    );
+    assert!(text.contains("precision = \"auto\""), "tiny.toml has a [loop] section");
+    let auto = std::env::temp_dir().join(format!("xqz-tiny-auto-{}.toml", std::process::id()));
+    fs::write(&auto, text).unwrap();
+    let resolved = if xiangqi_nn::Precision::bf16_available() { "bf16" } else { "f32" };
+    for (name, config, want) in [("auto", auto.clone(), resolved), ("f32", tiny(), "f32")] {
+        let dir = run_dir(&format!("precision-{name}"));
+        let o = train(&dir, &["--config", config.to_str().unwrap(), "--iterations", "1"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let log = stderr(&o);
+        let line = log.lines().find(|l| l.starts_with("xqz train: run")).expect("a start line");
+        assert!(line.contains(&format!(", self-play network in {want} (")), "{name}: {line}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+    let _ = fs::remove_file(&auto);
+}

@@ -731,6 +731,15 @@ impl TrainingRun {
             self.resign.choose(r.resign_target_false_positive, r.resign_min_resigners);
     }
 
+    /// The arithmetic self-play's network computes in: `loop.precision` where this CPU and net
+    /// can run it, else `f32` ([`InferenceNet::precision`]; `"auto"` resolves to one of the two).
+    ///
+    /// # Errors
+    /// As folding the current network for self-play: [`PipelineError`].
+    pub fn selfplay_precision(&self) -> Result<Precision, PipelineError> {
+        Ok(self.play_net()?.precision())
+    }
+
     /// The current network folded for self-play and the arena's games, in `loop.precision`.
     fn play_net(&self) -> Result<InferenceNet, PipelineError> {
         Ok(self.trainer.inference_net(&self.device)?.with_precision(self.config.run().precision))
