@@ -229,6 +229,50 @@ fn pruning_keeps_the_windows_shards_and_drops_an_unreadable_one() {
     let _ = fs::remove_dir_all(&tmp);
 }
 
+/// A shard whose samples cannot be encoded (a move from one corner of the board to the other,
+/// which no policy index stands for) stops training with an error that names that shard's file,
+/// not only the shards' directory.
+#[test]
+fn a_damaged_sample_is_reported_with_its_shard_file() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-pipeline-damaged-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let paths = RunPaths::under(&tmp);
+    let mut run = TrainingRun::create(tiny().check().unwrap(), paths.clone()).unwrap();
+    run.run(Some(2), &mut NoObserver).unwrap();
+    drop(run);
+    let damaged = paths.shards.join("shard-000001.npz");
+    let mut shard = read_shard(&damaged).unwrap();
+    let corner_to_corner =
+        xiangqi::Move::new(xiangqi::Square::from_index(0), xiangqi::Square::from_index(89));
+    shard.policy_moves.iter_mut().for_each(|m| *m = corner_to_corner.to_u16());
+    let bytes = write_shard_to(std::io::Cursor::new(Vec::new()), &shard).unwrap().into_inner();
+    fs::write(&damaged, bytes).unwrap();
+    let mut resumed = TrainingRun::resume(tiny().check().unwrap(), paths.clone()).unwrap();
+    match resumed.run(Some(1), &mut NoObserver) {
+        Err(PipelineError::Shard { path, reason }) => {
+            assert_eq!(path, damaged, "{reason}");
+            assert!(reason.contains("has no policy index"), "{reason}");
+        }
+        other => panic!("expected the damaged shard's error, got {other:?}"),
+    }
+    drop(resumed);
+    // Pretraining on those shards names the same file.
+    let mut c = tiny();
+    c.run.pretrain_shards = paths.shards.to_str().unwrap().to_string();
+    c.run.pretrain_steps = 20;
+    let mut pretrained =
+        TrainingRun::create(c.check().unwrap(), RunPaths::under(&tmp.join("pretrained"))).unwrap();
+    match pretrained.run(Some(1), &mut NoObserver) {
+        Err(PipelineError::Pretrain { path, reason }) => {
+            assert_eq!(path, damaged, "{reason}");
+            assert!(reason.contains("has no policy index"), "{reason}");
+        }
+        other => panic!("expected the damaged shard's error, got {other:?}"),
+    }
+    let _ = fs::remove_dir_all(&tmp);
+}
+
 /// Keeps the iteration reports (and the warnings).
 #[derive(Default)]
 struct Reports(Vec<IterationReport>, Vec<String>);

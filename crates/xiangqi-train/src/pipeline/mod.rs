@@ -794,9 +794,16 @@ impl TrainingRun {
                 return Ok(None);
             }
             let seed = derive_seed(r.seed, 2, self.trainer.step_count());
-            self.window.fill_batch(&mut batch, r.batch_size, seed, &targets).map_err(|reason| {
-                PipelineError::Shard { path: self.paths.shards.clone(), reason }
-            })?;
+            self.window.fill_batch(&mut batch, r.batch_size, seed, &targets).map_err(
+                |(iteration, reason)| PipelineError::Shard {
+                    // Shards are numbered from 1; 0 is a failure of no one shard's.
+                    path: match iteration {
+                        0 => self.paths.shards.clone(),
+                        n => shard_path(&self.paths, n),
+                    },
+                    reason,
+                },
+            )?;
             let progress = self.budget_progress();
             self.trainer.set_run_progress(progress);
             let m = self.trainer.step(&batch)?;

@@ -47,6 +47,8 @@ pub struct PretrainReport {
 pub(super) struct PretrainSet {
     pub(super) window: ReplayWindow,
     pub(super) record: Pretraining,
+    /// The file of each shard in `window`: that of the shard pushed as `n` is `files[n - 1]`.
+    pub(super) files: Vec<PathBuf>,
 }
 
 /// FNV-1a 64 over `bytes`, continuing from `h`.
@@ -92,6 +94,8 @@ pub(super) fn read_pretrain_set(
     let mut left_out: Vec<String> = Vec::new();
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     let (mut shards, mut games) = (0u64, 0u64);
+    // The files of the shards in `window`, in the order pushed.
+    let mut pushed: Vec<PathBuf> = Vec::new();
     for file in &files {
         let bytes = match std::fs::read(file) {
             Ok(b) => b,
@@ -130,6 +134,7 @@ pub(super) fn read_pretrain_set(
         shards += 1;
         games += shard.games().len() as u64;
         window.push(shards, shard, usize::MAX, 0.0);
+        pushed.push(file.clone());
     }
     if window.samples == 0 {
         return Err(fail(if shards == 0 {
@@ -158,7 +163,7 @@ pub(super) fn read_pretrain_set(
         planned_steps,
         steps: 0,
     };
-    Ok(PretrainSet { window, record })
+    Ok(PretrainSet { window, record, files: pushed })
 }
 
 impl TrainingRun {
@@ -225,7 +230,7 @@ impl TrainingRun {
                 set
             }
         };
-        let PretrainSet { window, mut record } = set?;
+        let PretrainSet { window, mut record, files } = set?;
         if let Some(before) = &self.pretrained
             && before.steps > 0
         {
@@ -289,9 +294,14 @@ impl TrainingRun {
                 break;
             }
             let seed = derive_seed(r.seed, PRETRAIN_SALT, done);
-            window.fill_batch(&mut batch, r.batch_size, seed, &targets).map_err(|reason| {
-                PipelineError::Pretrain { path: Path::new(&source).into(), reason }
-            })?;
+            window.fill_batch(&mut batch, r.batch_size, seed, &targets).map_err(
+                |(n, reason)| {
+                    // The damaged sample's file (the source itself where that is not known).
+                    let file = n.checked_sub(1).and_then(|k| files.get(k as usize));
+                    let path = file.cloned().unwrap_or_else(|| Path::new(&source).into());
+                    PipelineError::Pretrain { path, reason }
+                },
+            )?;
             let progress = self.budget_progress();
             self.trainer.set_run_progress(progress);
             let m = self.trainer.step(&batch)?;

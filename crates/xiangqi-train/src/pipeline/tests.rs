@@ -331,10 +331,13 @@ mod auxiliary {
         }
         let mut bad = game(5, OutcomeReason::Checkmate);
         bad.policy_moves[7] = u16::MAX;
-        let mut window = ReplayWindow::default();
-        window.push(1, bad, usize::MAX, 0.0);
         let mut batch = TrainBatch::for_encoding(Encoding::of::<xiangqi::Game>(), 0);
-        let err = window.fill_batch(&mut batch, 40, 9, &targets).unwrap_err();
+        let mut window = ReplayWindow::default();
+        window.push(4, game(5, OutcomeReason::Checkmate), usize::MAX, 0.0);
+        window.push(7, bad, usize::MAX, 0.0);
+        let (shard, err) = window.fill_batch(&mut batch, 40, 9, &targets).unwrap_err();
+        // The shard that holds the damaged sample, by the number it was pushed with.
+        assert_eq!(shard, 7, "{err}");
         assert!(err.contains("sample 3: bad move code 65535"), "{err}");
     }
 }

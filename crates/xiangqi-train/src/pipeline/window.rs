@@ -150,14 +150,16 @@ impl ReplayWindow {
     /// [`ReplayWindow::draw`].
     ///
     /// # Errors
-    /// A damaged sample, with its index.
+    /// A damaged sample: the number its shard was pushed with ([`ReplayWindow::push`]) and
+    /// what is wrong, with the sample's index in the shard; the number is 0 where the failure is
+    /// no one shard's.
     pub(super) fn fill_batch(
         &self,
         batch: &mut TrainBatch,
         size: usize,
         seed: u64,
         targets: &Targets,
-    ) -> Result<(), String> {
+    ) -> Result<(), (u64, String)> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         batch.clear();
         let total = self.total_weight();
@@ -165,20 +167,28 @@ impl ReplayWindow {
         // Encoded in parallel (the planes with the rules' feature planes, the dense targets)
         // and appended in the order drawn: the batch is the one a single thread would make.
         let encoding = *batch.encoding();
-        let parts: Vec<Result<TrainBatch, String>> = drawn
+        let parts: Vec<Result<TrainBatch, (&Shard, String)>> = drawn
             .par_chunks(FILL_CHUNK)
             .map(|chunk| {
                 let mut part = TrainBatch::for_encoding(encoding, chunk.len());
                 for &(shard, i) in chunk {
-                    push_sample(&mut part, shard, i, targets)?;
+                    push_sample(&mut part, shard, i, targets).map_err(|e| (shard, e))?;
                 }
                 Ok(part)
             })
             .collect();
         for part in parts {
-            batch.append(&part?).map_err(|e| e.to_string())?;
+            let part = part.map_err(|(shard, reason)| (self.number_of(shard), reason))?;
+            // Parts of one encoding always append; a failure would be this function's bug.
+            batch.append(&part).map_err(|e| (0, e.to_string()))?;
         }
         Ok(())
+    }
+
+    /// The number `shard` (one of the window's) was pushed with; 0 for a shard not in it (never,
+    /// as `fill_batch` calls it).
+    fn number_of(&self, shard: &Shard) -> u64 {
+        self.shards.iter().find(|(_, s)| std::ptr::eq(s, shard)).map_or(0, |(n, _)| *n)
     }
 }
 
