@@ -69,6 +69,27 @@ fn selfplay_writes_shards_and_pgn() {
     fs::remove_dir_all(&out).unwrap();
 }
 
+/// Without `--config` the games are played with the built-in `configs/cpu.toml`, as `xqz train`
+/// runs: its search and its length cap (200 plies).
+#[test]
+fn selfplay_without_a_config_plays_the_built_in_one() {
+    let out = scratch("builtin");
+    let dir = out.to_str().unwrap();
+    let o = xqz(&["selfplay", "--games", "1", "--out", dir, "--threads", "1", "--seed", "3"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let shards = list_shards(&out).unwrap();
+    assert_eq!(shards.len(), 1, "{stderr}");
+    let shard = read_shard(&shards[0]).unwrap();
+    assert!(!shard.game_id.is_empty() && shard.game_id.iter().all(|&g| g == 0));
+    assert!(shard.ply.iter().all(|&p| p < 200), "within the built-in length cap");
+    // Still refused: neither games nor an output directory.
+    let o = xqz(&["selfplay", "--games", "1"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
+    fs::remove_dir_all(&out).unwrap();
+}
+
 #[test]
 fn selfplay_config_errors_name_file_and_key() {
     let dir = scratch("cfg");

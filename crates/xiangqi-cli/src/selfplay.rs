@@ -1,8 +1,9 @@
-//! `xqz selfplay --config FILE --games N --out DIR [--threads T] [--seed S]`, or, as a worker
-//! of a distributed run, `xqz selfplay --store URL` (see [`crate::worker`]).
+//! `xqz selfplay [--config FILE] --games N --out DIR [--threads T] [--seed S] [--net NET]`, or,
+//! as a worker of a distributed run, `xqz selfplay --store URL` (see [`crate::worker`]).
 //!
 //! Plays `N` self-play games with the settings of the config's `[search]` and `[selfplay]`
-//! sections and the uniform evaluator (no network yet), and writes into `DIR`:
+//! sections (without `--config`, the built-in `configs/cpu.toml`, as `xqz train`) and the
+//! uniform evaluator, or `--net`'s network, and writes into `DIR`:
 //!
 //! * replay shards `shard-NNNNNN.npz`, `games_per_shard` games each, written atomically and
 //!   numbered after any shard already there (format: `crates/xiangqi-search/src/shard.rs`);
@@ -29,8 +30,9 @@ use xiangqi_train::pipeline::CheckedRunConfig;
 /// Arguments of `xqz selfplay`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Config file (TOML) with `[search]` and `[selfplay]` sections.
-    #[arg(long, required_unless_present = "store", conflicts_with = "store")]
+    /// Config file (TOML) with `[search]` and `[selfplay]` sections; default: the built-in
+    /// `configs/cpu.toml`, the config `xqz train` runs without `--config`.
+    #[arg(long, conflicts_with = "store")]
     config: Option<PathBuf>,
     /// Number of games to play (with --store: stop after this many games uploaded; default:
     /// until stopped).
@@ -138,11 +140,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             games: args.games,
         });
     }
-    let (Some(config_path), Some(games), Some(out_dir)) = (&args.config, args.games, &args.out)
-    else {
-        anyhow::bail!("--config, --games and --out are needed without --store");
+    let (Some(games), Some(out_dir)) = (args.games, &args.out) else {
+        anyhow::bail!("--games and --out are needed without --store");
     };
-    let mut config = crate::config::load(config_path)?;
+    let (mut config, origin) = match &args.config {
+        Some(path) => (crate::config::load(path)?, path.display().to_string()),
+        None => {
+            let origin = crate::config::BUILTIN_CPU_ORIGIN;
+            (crate::config::parse(crate::config::BUILTIN_CPU, origin)?, origin.to_string())
+        }
+    };
     if let Some(t) = args.threads {
         config.selfplay.threads = t;
     }
@@ -150,7 +157,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         config.selfplay.seed = s;
     }
     // The one check of the settings: the file's, with the command line's overrides.
-    let config = crate::config::check(config, &config_path.display().to_string())?;
+    let config = crate::config::check(config, &origin)?;
     let device = crate::net::NetDevice::open(&args.device, args.precision)?;
     let evaluator =
         crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device).context("--net")?;
