@@ -651,7 +651,10 @@ fn iteration_line(r: &IterationReport, rates: &IterationRates) -> String {
                 if g.workers == 1 { "" } else { "s" },
                 g.age_mean
             ),
-            None => format!("{} games (played before the stop)", r.selfplay.games),
+            None => format!(
+                "{} games (played before the run was stopped and resumed)",
+                r.selfplay.games
+            ),
         }
     };
     let m = &r.mean;
