@@ -217,7 +217,7 @@ fn pruning_keeps_the_windows_shards_and_drops_an_unreadable_one() {
     let newest = paths.shards.join("shard-000003.npz");
     let bytes = fs::read(&newest).unwrap();
     fs::write(&newest, &bytes[..bytes.len() / 3]).unwrap();
-    let mut resumed = TrainingRun::resume(config.check().unwrap(), paths.clone()).unwrap();
+    let mut resumed = TrainingRun::resume(config.clone().check().unwrap(), paths.clone()).unwrap();
     assert_eq!(resumed.window_samples(), {
         let len =
             |n: u64| read_shard(&paths.shards.join(format!("shard-{n:06}.npz"))).unwrap().len();
@@ -226,6 +226,23 @@ fn pruning_keeps_the_windows_shards_and_drops_an_unreadable_one() {
     resumed.run(Some(1), &mut NoObserver).unwrap();
     // The window is shards 1, 2 and 4; the unreadable shard 3 was the one to go.
     assert_eq!(names(), ["shard-000001.npz", "shard-000002.npz", "shard-000004.npz"]);
+    drop(resumed);
+    // A directory in a shard's place is left out too, and named among the skipped.
+    let odd = paths.shards.join("shard-000002.npz");
+    fs::remove_file(&odd).unwrap();
+    fs::create_dir(&odd).unwrap();
+    let resumed = TrainingRun::resume(config.check().unwrap(), paths.clone()).unwrap();
+    let skipped: Vec<_> =
+        resumed.skipped().iter().map(|(p, why)| (p.clone(), why.clone())).collect();
+    assert!(
+        skipped.iter().any(|(p, why)| *p == odd && why.starts_with("not a file")),
+        "{skipped:?}"
+    );
+    assert_eq!(resumed.window_samples(), {
+        let len =
+            |n: u64| read_shard(&paths.shards.join(format!("shard-{n:06}.npz"))).unwrap().len();
+        len(1) + len(4)
+    });
     let _ = fs::remove_dir_all(&tmp);
 }
 

@@ -217,6 +217,25 @@ impl TrainingRun {
             .into_iter()
             .filter_map(|p| numbered(&p, "shard-", ".npz").map(|n| (n, p)))
             .collect();
+        // An iteration's shard name that is not a file (a directory, a dangling link) is left
+        // out like an unreadable shard, and said so: `list_shards` lists files only.
+        if let Ok(entries) = fs::read_dir(&self.paths.shards) {
+            let mut odd: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| !p.is_file())
+                .filter(|p| numbered(p, "shard-", ".npz").is_some_and(|n| n <= self.iteration))
+                .collect();
+            odd.sort();
+            for path in odd {
+                self.skipped.push((
+                    path,
+                    "not a file, left out of the replay window; remove it to silence this \
+                     warning"
+                        .into(),
+                ));
+            }
+        }
         // Every numbered shard takes a place under `max_shards_on_disk` (see below); only the
         // run's own iterations' shards can be in the window.
         let on_disk = numbered_shards.len();
