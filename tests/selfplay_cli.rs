@@ -78,6 +78,11 @@ fn selfplay_without_a_config_plays_the_built_in_one() {
     let o = xqz(&["selfplay", "--games", "1", "--out", dir, "--threads", "1", "--seed", "3"]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
+    // It says which config and evaluator play.
+    assert!(
+        stderr.contains("1 game of xiangqi with the search of built-in configs/cpu.toml, uniform"),
+        "{stderr}"
+    );
     let shards = list_shards(&out).unwrap();
     assert_eq!(shards.len(), 1, "{stderr}");
     let shard = read_shard(&shards[0]).unwrap();
