@@ -70,7 +70,7 @@ fn selfplay_writes_shards_and_pgn() {
 }
 
 /// Without `--config` the games are played with the built-in `configs/cpu.toml`, as `xqz train`
-/// runs: its search and its length cap (200 plies).
+/// runs (its samples within that config's length cap of 200 plies).
 #[test]
 fn selfplay_without_a_config_plays_the_built_in_one() {
     let out = scratch("builtin");
@@ -88,7 +88,7 @@ fn selfplay_without_a_config_plays_the_built_in_one() {
     let shard = read_shard(&shards[0]).unwrap();
     assert!(!shard.game_id.is_empty() && shard.game_id.iter().all(|&g| g == 0));
     assert!(shard.ply.iter().all(|&p| p < 200), "within the built-in length cap");
-    // Still refused: neither games nor an output directory.
+    // Still refused: no output directory.
     let o = xqz(&["selfplay", "--games", "1"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
