@@ -645,8 +645,8 @@ fn an_odd_game_count_is_played_with_a_warning_and_an_empty_row_has_no_score() {
     assert!(!stderr(&o).contains("odd"), "{}", stderr(&o));
 }
 
-/// `--precision bf16`: a network plays whole games on the bfloat16 kernel where the CPU has AMX,
-/// and in f32 with a warning where it has none; an unknown precision is refused by name.
+/// `--precision bf16`: a network plays whole games on the bfloat16 kernels where the CPU has AMX
+/// or AVX-512 BF16, and in f32 with a warning where it has neither; an unknown precision is refused by name.
 #[test]
 fn precision_bf16_plays_where_the_cpu_can_and_warns_where_it_cannot() {
     let dir = scratch("precision");
@@ -659,7 +659,7 @@ fn precision_bf16_plays_where_the_cpu_can_and_warns_where_it_cannot() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(row(&stdout(&o), "A total")[0], 2.0, "{}", stdout(&o));
     let warned = stderr(&o).contains("--precision bf16 is not available");
-    assert_eq!(warned, !common::cpu_has_amx(), "{}", stderr(&o));
+    assert_eq!(warned, !common::cpu_runs_bf16_inference(), "{}", stderr(&o));
 
     let mut bad = args.to_vec();
     bad.extend(["--precision", "f16"]);

@@ -1262,21 +1262,22 @@ fn cosine_run_falls_over_the_budget_and_warns_without_one() {
     let _ = fs::remove_file(none);
 }
 
-/// `loop.precision`: `"bf16"` trains an iteration (with its arena) where the CPU has AMX, and
-/// says why it computes in f32 where it cannot (no AMX, or a squeeze-excitation tower); `"auto"`
-/// never warns; the key is written to the run's config.toml.
+/// `loop.precision`: `"bf16"` trains an iteration (with its arena) where the CPU has AMX or
+/// AVX-512 BF16, and says why it computes in f32 where it cannot (neither, or a
+/// squeeze-excitation tower); `"auto"` never warns; the key is written to the run's config.toml.
 #[test]
 fn loop_precision_runs_bf16_where_it_can_and_says_why_where_it_cannot() {
     let text = fs::read_to_string(tiny()).unwrap();
     let dir = run_dir("precision");
     fs::create_dir_all(&dir).unwrap();
-    let amx = common::cpu_has_amx();
+    let bf16 = common::cpu_runs_bf16_inference();
+    let neither = "has neither AMX nor AVX-512 BF16";
     let cases = [
-        ("bf16", "", if amx { None } else { Some("has no AMX") }),
+        ("bf16", "", if bf16 { None } else { Some(neither) }),
         (
             "bf16",
             "global = \"squeeze_excitation\"\nglobal_channels = 4\nglobal_every = 1\n",
-            Some(if amx { "global pooling or squeeze-excitation" } else { "has no AMX" }),
+            Some(if bf16 { "global pooling or squeeze-excitation" } else { neither }),
         ),
         ("auto", "", None),
     ];
@@ -1338,7 +1339,7 @@ fn training_precision_runs_bf16_where_it_can_and_says_why_where_it_cannot() {
 }
 
 /// The start line names the arithmetic of self-play's network: `loop.precision = "auto"` is
-/// bfloat16 where this CPU has AMX (the tiny net's plain tower can use it) and `f32` elsewhere;
+/// bfloat16 where this CPU has AMX or AVX-512 BF16 (the tiny net's plain tower can use it) and `f32` elsewhere;
 /// without the key (`f32`) it is `f32` on every CPU.
 #[test]
 fn the_start_line_names_the_precision_self_play_computes_in() {

@@ -56,15 +56,28 @@ pub fn fairy_stockfish() -> Option<String> {
     }
 }
 
-/// Whether the CPU reports Intel's AMX with bfloat16 (and AVX-512's bfloat16 conversions), by
-/// Linux's `/proc/cpuinfo` (false elsewhere): an independent reading of what bfloat16 inference
-/// (`--precision bf16`, `loop.precision = "bf16"`) needs.
-pub fn cpu_has_amx() -> bool {
+/// The CPU's flags, by Linux's `/proc/cpuinfo` (none elsewhere).
+fn cpu_flags() -> Vec<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags: Vec<&str> = info
-        .lines()
+    info.lines()
         .find(|l| l.starts_with("flags"))
-        .map(|l| l.split_whitespace().collect())
-        .unwrap_or_default();
-    ["amx_tile", "amx_bf16", "avx512_bf16"].iter().all(|f| flags.contains(f))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Whether the CPU reports Intel's AMX with bfloat16 (and AVX-512's bfloat16 conversions), by
+/// Linux's `/proc/cpuinfo` (false elsewhere): an independent reading of what bfloat16 training
+/// (`training.precision = "bf16"`) needs.
+pub fn cpu_has_amx() -> bool {
+    let flags = cpu_flags();
+    ["amx_tile", "amx_bf16", "avx512_bf16"].iter().all(|f| flags.iter().any(|g| g == f))
+}
+
+/// Whether the CPU reports what bfloat16 inference (`--precision bf16`, `loop.precision =
+/// "bf16"`) needs: AMX, or AVX-512 with its bfloat16 dot products (foundation, byte and word,
+/// vector length, BF16), by Linux's `/proc/cpuinfo` (false elsewhere).
+pub fn cpu_runs_bf16_inference() -> bool {
+    let flags = cpu_flags();
+    let dot = ["avx512f", "avx512bw", "avx512vl", "avx512_bf16"];
+    cpu_has_amx() || dot.iter().all(|f| flags.iter().any(|g| g == f))
 }

@@ -4,8 +4,8 @@
 //! The kernels' lines also give, in brackets, the rate when only the policy logits of the
 //! positions' legal moves are asked for, as self-play's evaluator asks. On the CPU the inference lines are
 //! the CPU kernels self-play uses, with burn's operations on the same net beside them
-//! (`inference (burn)`) for comparison; on a CPU with AMX also the bfloat16 tower (`inference
-//! (bf16)`) and bfloat16 training (`training  (bf16)`). The net has the shapes of the config's
+//! (`inference (burn)`) for comparison; on a CPU with AMX or AVX-512 BF16 also the bfloat16
+//! tower (`inference (bf16)`), and on one with AMX bfloat16 training (`training  (bf16)`). The net has the shapes of the config's
 //! game (`selfplay.game`), its inputs that game's positions.
 
 use std::path::PathBuf;
@@ -148,7 +148,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let folded = InferenceNet::from_net(&net, &device).context("folding the network")?;
     let burn = folded.clone().with_path(InferencePath::Backend);
-    // The bfloat16 tower on AMX, where this CPU has it.
+    // The bfloat16 tower (AMX or AVX-512 BF16), where this CPU has it.
     let bf16 = folded.clone().with_precision(Precision::Bf16);
     let bf16 = (bf16.precision() == Precision::Bf16).then_some(bf16);
     if Precision::bf16_available()
@@ -195,7 +195,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         batch.push(p, &policy, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]][i % 3], true);
     }
     // In f32 whatever the config's `training.precision`, and in bfloat16 beside it where this
-    // CPU has AMX.
+    // CPU has AMX (bfloat16 training needs it).
     let trainer = |precision| {
         let mut training = config.training().get().clone();
         training.precision = precision;
@@ -204,7 +204,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut f32_trainer = trainer(Precision::F32)?;
     let r = rate(args.seconds, n, || f32_trainer.step(&batch).map(|_| ()).map_err(Into::into))?;
     outln!("training   batch {n:>5}: {r:>10.0} samples/s");
-    if Precision::bf16_available() {
+    if Precision::bf16_training_available() {
         let mut bf16_trainer = trainer(Precision::Bf16)?;
         match bf16_trainer.bf16_unavailable() {
             Some(reason) => outln!("training  (bf16): not measured: {reason}"),

@@ -222,7 +222,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let deadline = args.hours.map(|h| started + Duration::from_secs_f64(h * 3600.0));
     let mut observer =
         CliObserver::new(&run_dir, stop, args.quiet, &config, deadline, training.elapsed())?;
-    // What `loop.precision` became on this CPU ("auto" is bf16 only where there is AMX).
+    // What `loop.precision` became on this CPU ("auto" is bf16 only where there is AMX or
+    // AVX-512 BF16).
     let precision = training.selfplay_precision()?;
     errln!(
         "xqz train: run '{}' in {} on device {}, self-play network in {precision} ({} iteration{} done, {} steps); TensorBoard: tensorboard --logdir {}",

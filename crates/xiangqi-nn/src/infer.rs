@@ -38,7 +38,7 @@ use xiangqi_search::{Encoding, EvalBuffer, EvalRequest, Evaluator, GameEnv};
 
 use crate::config::NetConfig;
 use crate::error::NnError;
-use crate::kernels::{AmxTower, HostBlock, HostNet, OutputRows, Packed, PolicyOut, Winograd};
+use crate::kernels::{Bf16Tower, HostBlock, HostNet, OutputRows, Packed, PolicyOut, Winograd};
 use crate::model::{ConvBn, Net, NetOutput, WDL};
 
 /// Reads a float tensor back to the host.
@@ -242,8 +242,9 @@ pub enum Precision {
     /// Every layer in `f32`.
     #[default]
     F32,
-    /// The input convolution and the residual tower in bfloat16 on Intel's AMX (Xeon Sapphire
-    /// Rapids and later), summed in `f32`; the heads in `f32`. Where the CPU has no AMX, or the
+    /// The input convolution and the residual tower in bfloat16, summed in `f32`, on Intel's AMX
+    /// tiles (Xeon Sapphire Rapids and later) or else on AVX-512 BF16's dot products (AMD Zen 4
+    /// and later, Intel Cooper Lake); the heads in `f32`. Where the CPU has neither, or the
     /// tower has global pooling or squeeze-excitation blocks, the net computes in `f32`
     /// ([`InferenceNet::precision`] says which). bfloat16 keeps 8 significant bits; on the
     /// trained test nets of `tests/bf16.rs` the policies and values moved by at most a few
@@ -285,9 +286,16 @@ impl Precision {
         *self == Precision::F32
     }
 
-    /// Whether this CPU and operating system can run [`Precision::Bf16`].
+    /// Whether this CPU and operating system can run [`Precision::Bf16`] inference (AMX or
+    /// AVX-512 BF16).
     pub fn bf16_available() -> bool {
         crate::kernels::bf16_available()
+    }
+
+    /// Whether this CPU and operating system can train in [`Precision::Bf16`]
+    /// (`training.precision`): the training kernels run on AMX only.
+    pub fn bf16_training_available() -> bool {
+        crate::kernels::bf16_training_available()
     }
 }
 
@@ -377,14 +385,14 @@ impl InferenceNet {
         let policy_fc = HostLinear::read(&net.policy_fc, Some(c.policy_channels))?;
         let value_fc1 = HostLinear::read(&net.value_fc1, Some(c.value_channels))?;
         let value_fc2 = HostLinear::read(&net.value_fc2, None)?;
-        let amx = if plain.len() == net.tower.len() {
+        let bf16_tower = if plain.len() == net.tower.len() {
             fn view(
                 (w, b, shape): &(Vec<f32>, Vec<f32>, [usize; 4]),
             ) -> (&[f32], &[f32], [usize; 4]) {
                 (w, b, *shape)
             }
             let blocks: Vec<_> = plain.iter().map(|(a, b)| (view(a), view(b))).collect();
-            AmxTower::new((&input.weight, &input.bias, input.shape), &blocks)
+            Bf16Tower::new((&input.weight, &input.bias, input.shape), &blocks)
         } else {
             None
         };
@@ -405,7 +413,7 @@ impl InferenceNet {
             ),
             value_fc1: value_fc1.to_packed(),
             value_fc2: value_fc2.to_packed(),
-            amx,
+            bf16_tower,
         };
         debug_assert_eq!(host.value_fc2.outputs(), WDL);
         let cpu = device == Device::flex();
@@ -455,8 +463,8 @@ impl InferenceNet {
         if self.path != InferencePath::Kernels {
             Some("bfloat16 runs only on the CPU device's kernels")
         } else if !Precision::bf16_available() {
-            Some("this CPU (or operating system) has no AMX with bfloat16")
-        } else if self.host.amx.is_none() {
+            Some("this CPU (or operating system) has neither AMX nor AVX-512 BF16")
+        } else if self.host.bf16_tower.is_none() {
             Some(
                 "the bfloat16 kernel runs only towers without global pooling or squeeze-excitation",
             )
@@ -466,8 +474,8 @@ impl InferenceNet {
     }
 
     /// Asks for `precision` on [`InferencePath::Kernels`]. [`Precision::Bf16`] (or
-    /// [`Precision::Auto`]) takes effect where this CPU has AMX and the tower has neither global
-    /// pooling nor squeeze-excitation; elsewhere the net stays [`Precision::F32`] (see
+    /// [`Precision::Auto`]) takes effect where this CPU has AMX or AVX-512 BF16 and the tower
+    /// has neither global pooling nor squeeze-excitation; elsewhere the net stays [`Precision::F32`] (see
     /// [`InferenceNet::precision`]).
     #[must_use]
     pub fn with_precision(mut self, precision: Precision) -> InferenceNet {

@@ -539,11 +539,12 @@ impl Trainer {
     }
 
     /// Why bfloat16 training cannot run here, or `None` where it can: it needs the CPU device
-    /// and a CPU with AMX ([`Precision::bf16_available`]).
+    /// and a CPU with AMX ([`Precision::bf16_training_available`]; inference in bfloat16 also
+    /// runs on AVX-512 BF16 alone).
     pub fn bf16_unavailable(&self) -> Option<&'static str> {
         if self.device.clone().inner() != Device::flex() {
             Some("bfloat16 training runs only on the CPU device")
-        } else if !Precision::bf16_available() {
+        } else if !Precision::bf16_training_available() {
             Some("this CPU (or operating system) has no AMX with bfloat16")
         } else {
             None

@@ -662,7 +662,7 @@ mod tests {
     /// (each convolution's backward step keeps its forward pass's precision).
     #[test]
     fn the_bfloat16_board_convolution_and_its_gradients_are_burns_to_bfloat16_rounding() {
-        if !crate::Precision::bf16_available() {
+        if !crate::kernels::bf16_training_available() {
             eprintln!("skipped: this CPU has no AMX with bfloat16");
             return;
         }

@@ -1,6 +1,7 @@
-//! The bfloat16 AMX tower ([`Precision::Bf16`]) against the `f32` kernels on the same folded
-//! nets: trained nets of several shapes, real positions of both games. Skipped (with a line on
-//! stderr) where the CPU has no AMX with bfloat16; the fallback test runs everywhere.
+//! The bfloat16 tower ([`Precision::Bf16`]: AMX tiles, or AVX-512 BF16 where the CPU has no AMX)
+//! against the `f32` kernels on the same folded nets: trained nets of several shapes, real
+//! positions of both games. Skipped (with a line on stderr) where the CPU has neither; the
+//! fallback test runs everywhere. bfloat16 training needs AMX.
 
 mod common;
 use common::real_planes_for;
@@ -73,7 +74,7 @@ fn distance(a: &Logits, b: &Logits) -> (f64, f64) {
 #[test]
 fn bf16_outputs_follow_the_f32_kernels() {
     if !Precision::bf16_available() {
-        eprintln!("skipped: this CPU has no AMX with bfloat16");
+        eprintln!("skipped: this CPU has neither AMX nor AVX-512 BF16");
         return;
     }
     let configs = [
@@ -125,7 +126,7 @@ fn bf16_outputs_follow_the_f32_kernels() {
 #[test]
 fn bf16_nan_input_stays_in_its_position() {
     if !Precision::bf16_available() {
-        eprintln!("skipped: this CPU has no AMX with bfloat16");
+        eprintln!("skipped: this CPU has neither AMX nor AVX-512 BF16");
         return;
     }
     for (game, encoding) in encodings() {
@@ -146,8 +147,8 @@ fn bf16_nan_input_stays_in_its_position() {
     }
 }
 
-/// A tower the AMX kernel does not run (global pooling, squeeze-excitation) stays `f32`, with
-/// the `f32` outputs; so does every net where the CPU has no AMX.
+/// A tower the bfloat16 kernels do not run (global pooling, squeeze-excitation) stays `f32`, with
+/// the `f32` outputs; so does every net where the CPU has neither AMX nor AVX-512 BF16.
 #[test]
 fn bf16_falls_back_to_f32_where_it_cannot_run() {
     let (_, encoding) = encodings()[0];
@@ -173,7 +174,8 @@ fn bf16_falls_back_to_f32_where_it_cannot_run() {
         let auto = net.clone().with_precision(Precision::Auto);
         assert_eq!(auto.precision(), Precision::F32, "{config:?}");
         let why = net.bf16_unavailable().expect("a reason");
-        let expected = if Precision::bf16_available() { "global pooling" } else { "no AMX" };
+        let expected =
+            if Precision::bf16_available() { "global pooling" } else { "neither AMX nor AVX-512" };
         assert!(why.contains(expected), "{config:?}: {why}");
         let x = planes(&encoding, 10, 2);
         assert_eq!(asked.predict(x.clone()).unwrap(), net.predict(x).unwrap());
@@ -202,7 +204,7 @@ fn batch(encoding: Encoding, n: usize, seed: u64) -> TrainBatch {
 #[test]
 fn bf16_training_follows_f32_training() {
     let device = cpu_device();
-    let amx = Precision::bf16_available();
+    let amx = Precision::bf16_training_available();
     for (game, encoding) in encodings() {
         for (config, micro_batch) in [(NetConfig::new(2, 24), 64), (NetConfig::new(3, 40), 16)] {
             let base = Encoding::of::<Game>().planes;

@@ -62,7 +62,7 @@ use pulp::{Arch, Simd, WithSimd};
 use xiangqi::env::{PLANE_FILES, PLANE_RANKS, PLANE_SIZE};
 
 #[cfg(target_arch = "x86_64")]
-mod amx;
+mod bfloat16;
 mod chosen;
 mod gemm;
 mod loss;
@@ -244,33 +244,37 @@ pub(crate) struct HostBlock {
     pub(crate) se: Option<(Packed, Packed)>,
 }
 
-/// The tower's convolutions packed for the bfloat16 AMX kernel ([`crate::Precision::Bf16`]).
+/// The tower's convolutions packed for the bfloat16 kernels ([`crate::Precision::Bf16`]), and
+/// the kernel this CPU runs them with.
 #[derive(Debug, Clone)]
-pub(crate) struct AmxTower {
+pub(crate) struct Bf16Tower {
     #[cfg(target_arch = "x86_64")]
-    input: amx::AmxConv,
+    kernel: bfloat16::Bf16Kernel,
+    #[cfg(target_arch = "x86_64")]
+    input: bfloat16::Bf16Conv,
     /// Each block's two convolutions.
     #[cfg(target_arch = "x86_64")]
-    blocks: Vec<(amx::AmxConv, amx::AmxConv)>,
+    blocks: Vec<(bfloat16::Bf16Conv, bfloat16::Bf16Conv)>,
 }
 
-impl AmxTower {
+impl Bf16Tower {
     /// The tower of a net whose blocks are plain residual blocks, from the folded weights
     /// `[out, in, 3, 3]` and biases of its input convolution and of each block's two
-    /// convolutions; `None` where this CPU (or operating system) has no AMX with bfloat16.
+    /// convolutions; `None` where this CPU (or operating system) runs neither bfloat16 kernel
+    /// ([`bf16_available`]).
     #[allow(clippy::type_complexity)]
     pub(crate) fn new(
         input: (&[f32], &[f32], [usize; 4]),
         blocks: &[((&[f32], &[f32], [usize; 4]), (&[f32], &[f32], [usize; 4]))],
-    ) -> Option<AmxTower> {
+    ) -> Option<Bf16Tower> {
         #[cfg(target_arch = "x86_64")]
         {
-            if !amx::available() {
-                return None;
-            }
-            let pack =
-                |(w, b, shape): (&[f32], &[f32], [usize; 4])| amx::AmxConv::conv3x3(w, b, shape);
-            Some(AmxTower {
+            let kernel = bfloat16::Bf16Kernel::best()?;
+            let pack = |(w, b, shape): (&[f32], &[f32], [usize; 4])| {
+                bfloat16::Bf16Conv::conv3x3(w, b, shape)
+            };
+            Some(Bf16Tower {
+                kernel,
                 input: pack(input),
                 blocks: blocks.iter().map(|&(a, b)| (pack(a), pack(b))).collect(),
             })
@@ -283,12 +287,26 @@ impl AmxTower {
     }
 }
 
-/// Whether this CPU and operating system run [`crate::Precision::Bf16`] (Intel AMX with
-/// bfloat16: Xeon Sapphire Rapids and later).
+/// Whether this CPU and operating system run [`crate::Precision::Bf16`] inference: Intel's AMX
+/// with bfloat16 (Xeon Sapphire Rapids and later) or AVX-512 BF16 (AMD Zen 4 and later, Intel
+/// Cooper Lake).
 pub(crate) fn bf16_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        amx::available()
+        bfloat16::Bf16Kernel::best().is_some()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this CPU and operating system run bfloat16 training (`training.precision =
+/// "bf16"`): its convolutions and weight gradients run on AMX tiles only.
+pub(crate) fn bf16_training_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        bfloat16::tiles_available()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -312,14 +330,14 @@ pub(crate) struct HostNet {
     pub(crate) value_fc1: Packed,
     pub(crate) value_fc2: Packed,
     /// The tower for [`crate::Precision::Bf16`], where the CPU has AMX and the blocks are plain.
-    pub(crate) amx: Option<AmxTower>,
+    pub(crate) bf16_tower: Option<Bf16Tower>,
 }
 
 impl HostNet {
     /// Runs the network on `planes` (`[B, planes, 10, 9]` flattened), writing the policy logits
     /// (all of them, `[B, policy_size]`, or the chosen ones of [`PolicyOut::Chosen`]) and the WDL
     /// logits (`[B, 3]`). Chunks of at most `chunk` positions, as many as a multiple of the rayon
-    /// pool's threads, run in parallel on it. With `bf16` (and [`HostNet::amx`]) the tower runs
+    /// pool's threads, run in parallel on it. With `bf16` (and [`HostNet::bf16_tower`]) the tower runs
     /// on the bfloat16 AMX kernel.
     pub(crate) fn forward_into(
         &self,
@@ -329,7 +347,7 @@ impl HostNet {
         chunk: usize,
         bf16: bool,
     ) {
-        let amx = if bf16 { self.amx.as_ref() } else { None };
+        let tower = if bf16 { self.bf16_tower.as_ref() } else { None };
         let n = planes.len() / (self.planes * PLANE_SIZE);
         debug_assert_eq!(planes.len(), n * self.planes * PLANE_SIZE);
         debug_assert_eq!(wdl.len(), n * 3);
@@ -343,14 +361,14 @@ impl HostNet {
         }
         let threads = rayon::current_num_threads().max(1);
         let chunk = balanced_chunk(n, chunk, threads);
-        self.forward_chunks(amx, planes, policy, wdl, chunk);
+        self.forward_chunks(tower, planes, policy, wdl, chunk);
     }
 
     /// [`HostNet::forward_into`] of `chunk`-sized chunks: halves of whole chunks in parallel
     /// (`rayon::join`), one chunk per call at the bottom.
     fn forward_chunks(
         &self,
-        amx: Option<&AmxTower>,
+        tower: Option<&Bf16Tower>,
         planes: &[f32],
         policy: PolicyOut<'_>,
         wdl: &mut [f32],
@@ -360,7 +378,7 @@ impl HostNet {
         if n <= chunk {
             SCRATCH.with(|s| {
                 let scratch = &mut s.borrow_mut();
-                Arch::new().dispatch(Chunk { net: self, amx, planes, policy, wdl, scratch });
+                Arch::new().dispatch(Chunk { net: self, tower, planes, policy, wdl, scratch });
             });
             return;
         }
@@ -369,8 +387,8 @@ impl HostNet {
         let (wa, wb) = wdl.split_at_mut(mid * 3);
         let (qa, qb) = policy.split_at(mid, self.policy_size);
         rayon::join(
-            || self.forward_chunks(amx, pa, qa, wa, chunk),
-            || self.forward_chunks(amx, pb, qb, wb, chunk),
+            || self.forward_chunks(tower, pa, qa, wa, chunk),
+            || self.forward_chunks(tower, pb, qb, wb, chunk),
         );
     }
 }
@@ -438,7 +456,7 @@ struct Scratch {
 }
 
 /// The bfloat16 tower's buffers: padded-board activations, each with [`Buf`]'s invariant (border
-/// rows and channels past the layer's width stay zero), and the AMX kernel's sums.
+/// rows and channels past the layer's width stay zero), and the kernels' sums.
 #[cfg(target_arch = "x86_64")]
 #[derive(Debug, Default)]
 struct BfScratch {
@@ -446,6 +464,8 @@ struct BfScratch {
     x: BfBuf,
     y: BfBuf,
     sums: Vec<f32>,
+    /// One position's planes in bfloat16, before their transposition onto the board.
+    planes: Vec<u16>,
 }
 
 /// [`Buf`] of bfloat16 values.
@@ -473,15 +493,15 @@ impl BfBuf {
 /// The input convolution and the residual tower in bfloat16 on AMX, leaving the tower's output
 /// in `x` (`f32`, stride `fs`) as the `f32` path does.
 #[cfg(target_arch = "x86_64")]
-fn amx_tower(
-    tower: &AmxTower,
+fn bf16_tower(
+    tower: &Bf16Tower,
     planes: &[f32],
     pl: usize,
     bf: &mut BfScratch,
     x: &mut Buf,
     fs: usize,
 ) {
-    use amx::{Outputs, SLACK_ROWS, layer};
+    use bfloat16::{Outputs, SLACK_ROWS, layer};
     let n = planes.len() / (pl * PLANE_SIZE);
     let rows = n * PAD_SIZE + SLACK_ROWS;
     // The planes, channels-last on the padded board, in bfloat16.
@@ -489,7 +509,7 @@ fn amx_tower(
     bf.input.prepare(rows, ps);
     // Every channel of the stride: another net's planes, with a larger count than this net's but
     // the same stride, must not leave values (a NaN would reach the sums).
-    amx::input_planes(planes, pl, &mut bf.input.data, ps);
+    bfloat16::input_planes(tower.kernel, planes, pl, &mut bf.input.data, ps, &mut bf.planes);
     let xs = tower.input.out_stride();
     bf.x.prepare(rows, xs);
     x.prepare(n * PAD_SIZE, fs);
@@ -499,11 +519,11 @@ fn amx_tower(
         residual: false,
         relu: true,
     };
-    layer(&tower.input, &bf.input.data, n, out, &mut bf.sums);
+    layer(&tower.input, tower.kernel, &bf.input.data, n, out, &mut bf.sums);
     for (conv1, conv2) in &tower.blocks {
         bf.y.prepare(rows, conv1.out_stride());
         let out = Outputs { bf16: Some(&mut bf.y.data), f32: None, residual: false, relu: true };
-        layer(conv1, &bf.x.data, n, out, &mut bf.sums);
+        layer(conv1, tower.kernel, &bf.x.data, n, out, &mut bf.sums);
         // x = relu(x + conv2(y)): the f32 residual stream, and its bfloat16 copy for the next
         // block.
         let out = Outputs {
@@ -512,7 +532,7 @@ fn amx_tower(
             residual: true,
             relu: true,
         };
-        layer(conv2, &bf.y.data, n, out, &mut bf.sums);
+        layer(conv2, tower.kernel, &bf.y.data, n, out, &mut bf.sums);
     }
 }
 
@@ -551,7 +571,7 @@ fn to_padded(planes: &[f32], c: usize, buf: &mut Buf, stride: usize) {
 struct Chunk<'a> {
     net: &'a HostNet,
     /// The bfloat16 tower, when the call asks for it.
-    amx: Option<&'a AmxTower>,
+    tower: Option<&'a Bf16Tower>,
     planes: &'a [f32],
     policy: PolicyOut<'a>,
     wdl: &'a mut [f32],
@@ -563,7 +583,7 @@ impl WithSimd for Chunk<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let Chunk { net, amx, planes, policy, wdl, scratch: s } = self;
+        let Chunk { net, tower, planes, policy, wdl, scratch: s } = self;
         let pl = net.planes;
         let n = planes.len() / (pl * PLANE_SIZE);
         let f = net.filters;
@@ -573,19 +593,19 @@ impl WithSimd for Chunk<'_> {
         board_rows(n, &mut s.rows, &mut s.ident);
         let rows = &s.rows[..];
         #[cfg(target_arch = "x86_64")]
-        let on_amx = match amx {
+        let on_bf16 = match tower {
             Some(tower) => {
-                amx_tower(tower, planes, pl, &mut s.bf, &mut s.x, fs);
+                bf16_tower(tower, planes, pl, &mut s.bf, &mut s.x, fs);
                 true
             }
             None => false,
         };
         #[cfg(not(target_arch = "x86_64"))]
-        let on_amx = {
-            debug_assert!(amx.is_none());
+        let on_bf16 = {
+            debug_assert!(tower.is_none());
             false
         };
-        if !on_amx {
+        if !on_bf16 {
             // The planes, channels-last on the padded board.
             to_padded(planes, pl, &mut s.input, pl);
             s.x.prepare(padded_rows, fs);

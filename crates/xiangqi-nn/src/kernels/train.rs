@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use xiangqi::env::PLANE_SIZE;
 
 #[cfg(target_arch = "x86_64")]
-use super::amx;
+use super::bfloat16;
 use super::{
     ALIGN, Buf, Io, PAD_FILES, PAD_SIZE, Packed, Winograd, balanced_chunk, board_rows, layer,
     round_up, simd_shape, to_padded,
@@ -25,7 +25,7 @@ thread_local! {
 
 #[cfg(target_arch = "x86_64")]
 thread_local! {
-    static AMX_SCRATCH: RefCell<amx::TrainScratch> = RefCell::new(amx::TrainScratch::default());
+    static BF16_SCRATCH: RefCell<bfloat16::TrainScratch> = RefCell::new(bfloat16::TrainScratch::default());
 }
 
 /// One thread's buffers for the training convolutions, reused across calls.
@@ -113,10 +113,10 @@ pub(crate) fn board_conv3x3(
     let mut out = vec![0.0; n * cout * PLANE_SIZE];
     let chunk = balanced_chunk(n, TRAIN_CHUNK, rayon::current_num_threads().max(1));
     #[cfg(target_arch = "x86_64")]
-    if bf16 && amx::available() {
-        let conv = amx::AmxConv::conv3x3(weight, &vec![0.0; cout], [cout, cin, 3, 3]);
+    if bf16 && bfloat16::tiles_available() {
+        let conv = bfloat16::Bf16Conv::conv3x3(weight, &vec![0.0; cout], [cout, cin, 3, 3]);
         let run = |x: &[f32], out: &mut [f32]| {
-            AMX_SCRATCH.with(|s| amx::conv_planes(&conv, x, out, &mut s.borrow_mut()));
+            BF16_SCRATCH.with(|s| bfloat16::conv_planes(&conv, x, out, &mut s.borrow_mut()));
         };
         by_chunks(x, cin, &mut out, cout, chunk, run);
         return out;
@@ -192,7 +192,7 @@ pub(crate) fn board_conv3x3_weight_grad(
     let n = x.len() / (cin * PLANE_SIZE);
     assert_eq!(grad.len(), n * cout * PLANE_SIZE, "gradient shape");
     #[cfg(target_arch = "x86_64")]
-    if bf16 && amx::available() {
+    if bf16 && bfloat16::tiles_available() {
         return amx_weight_grad(x, grad, cin, cout);
     }
     let _ = bf16;
@@ -223,14 +223,14 @@ pub(crate) fn board_conv3x3_weight_grad(
 }
 
 /// [`board_conv3x3_weight_grad`] in bfloat16 on AMX: each chunk's sums (`[9, cin, cout]`, see
-/// [`amx::weight_grad_planes`]) added, then reordered to `[cout, cin, 3, 3]`.
+/// [`bfloat16::weight_grad_planes`]) added, then reordered to `[cout, cin, 3, 3]`.
 #[cfg(target_arch = "x86_64")]
 fn amx_weight_grad(x: &[f32], grad: &[f32], cin: usize, cout: usize) -> Vec<f32> {
     let size = 9 * cin * cout;
     let run = |x: &[f32], g: &[f32]| {
         let mut acc = vec![0.0; size];
-        AMX_SCRATCH
-            .with(|s| amx::weight_grad_planes(x, g, cin, cout, &mut acc, &mut s.borrow_mut()));
+        BF16_SCRATCH
+            .with(|s| bfloat16::weight_grad_planes(x, g, cin, cout, &mut acc, &mut s.borrow_mut()));
         acc
     };
     let acc = chunk_sums(x, grad, cin, cout, size, run);

@@ -25,10 +25,10 @@ pub struct LoopConfig {
     pub continuous_selfplay: bool,
     /// The CPU kernels' arithmetic for self-play and the arena's games: `"f32"` (the default;
     /// the key is not written), `"bf16"`, the input convolution and the residual tower in
-    /// bfloat16 on Intel's AMX (Xeon Sapphire Rapids and later), summed in `f32`
-    /// ([`xiangqi_nn::Precision::Bf16`]), or `"auto"`, `bf16` where it can run and `f32`
-    /// elsewhere. Where `"bf16"` cannot run (a CPU without AMX, a tower with global pooling or
-    /// squeeze-excitation blocks) the run computes in `f32` and says so when it starts.
+    /// bfloat16, summed in `f32`, on Intel's AMX (Xeon Sapphire Rapids and later) or AVX-512
+    /// BF16 (AMD Zen 4 and later, Intel Cooper Lake) ([`xiangqi_nn::Precision::Bf16`]), or
+    /// `"auto"`, `bf16` where it can run and `f32` elsewhere. Where `"bf16"` cannot run (a CPU
+    /// with neither, a tower with global pooling or squeeze-excitation blocks) the run computes in `f32` and says so when it starts.
     /// The held-out losses are always `f32`, training is as `training.precision` says, and a
     /// GPU device ignores the key.
     #[serde(skip_serializing_if = "Precision::is_f32")]

@@ -36,10 +36,11 @@
 
 use std::arch::asm;
 use std::arch::x86_64::{
-    __cpuid_count, __m256bh, __m256i, __m512, _mm256_storeu_si256, _mm512_add_epi32, _mm512_add_ps,
-    _mm512_cvtneps_pbh, _mm512_loadu_ps, _mm512_mask_i32gather_ps, _mm512_mask_storeu_ps,
-    _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
-    _mm512_setzero_ps,
+    __cpuid_count, __m256bh, __m256i, __m512, __m512bh, __m512i, _mm256_storeu_si256,
+    _mm512_add_epi32, _mm512_add_ps, _mm512_cvtneps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps,
+    _mm512_loadu_si512, _mm512_mask_i32gather_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps,
+    _mm512_max_ps, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_setr_epi32, _mm512_setzero_ps,
+    _mm512_storeu_ps,
 };
 use std::sync::OnceLock;
 
@@ -57,20 +58,60 @@ const M_TILE: usize = 16;
 /// largest tap offset.
 pub(super) const SLACK_ROWS: usize = 2 * M_TILE + PAD_FILES + 1;
 
+/// Which instructions compute a [`Bf16Conv`]'s products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bf16Kernel {
+    /// Intel's AMX tiles (`tdpbf16ps`): Xeon Sapphire Rapids and later.
+    Tiles,
+    /// AVX-512 BF16's dot products of pairs (`vdpbf16ps`, 16 sums at a time): AMD Zen 4 and
+    /// later, Intel Cooper Lake and the AMX CPUs.
+    Dot,
+}
+
+impl Bf16Kernel {
+    /// The fastest kernel this CPU and operating system run: the tiles where AMX is granted,
+    /// else the dot products where AVX-512 BF16 is present, else none.
+    pub(crate) fn best() -> Option<Bf16Kernel> {
+        if tiles_available() {
+            Some(Bf16Kernel::Tiles)
+        } else if dot_available() {
+            Some(Bf16Kernel::Dot)
+        } else {
+            None
+        }
+    }
+
+    /// Whether this CPU and operating system run this kernel.
+    pub(crate) fn available(self) -> bool {
+        match self {
+            Bf16Kernel::Tiles => tiles_available(),
+            Bf16Kernel::Dot => dot_available(),
+        }
+    }
+}
+
+/// Whether this CPU has AVX-512 with its bfloat16 instructions (foundation, byte and word,
+/// vector length, BF16): the dot-product kernel, the planes' copy and the epilogue's rounding.
+pub(crate) fn dot_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512bf16")
+    })
+}
+
 /// Whether this CPU and the operating system let this process use AMX with bfloat16 (and
 /// AVX-512 with its bfloat16 conversions, for the epilogue). Asked once; the first call also
 /// requests the AMX state from Linux for the whole process.
-pub(crate) fn available() -> bool {
+pub(crate) fn tiles_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
         // CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
         let leaf7 = __cpuid_count(7, 0);
         let amx = leaf7.edx & (1 << 22) != 0 && leaf7.edx & (1 << 24) != 0;
-        let avx512 = std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("avx512bf16");
-        amx && avx512 && request_tile_data()
+        amx && dot_available() && request_tile_data()
     })
 }
 
@@ -96,7 +137,7 @@ pub(crate) fn bf16(x: f32) -> u16 {
 
 /// A 3 × 3 convolution's weights packed as AMX weight tiles.
 #[derive(Debug, Clone)]
-pub(crate) struct AmxConv {
+pub(crate) struct Bf16Conv {
     /// Row offsets of the nine taps.
     taps: Vec<isize>,
     /// Input channels; the input buffer's stride is `round_up(cin, 32)`.
@@ -113,9 +154,9 @@ pub(crate) struct AmxConv {
     bias: Vec<f32>,
 }
 
-impl AmxConv {
+impl Bf16Conv {
     /// Packs a convolution's folded weights `[out, in, 3, 3]` and bias `[out]`.
-    pub(crate) fn conv3x3(weight: &[f32], bias: &[f32], shape: [usize; 4]) -> AmxConv {
+    pub(crate) fn conv3x3(weight: &[f32], bias: &[f32], shape: [usize; 4]) -> Bf16Conv {
         let [cout, cin, kh, kw] = shape;
         debug_assert!(kh == 3 && kw == 3);
         debug_assert_eq!(weight.len(), cout * cin * 9);
@@ -146,7 +187,7 @@ impl AmxConv {
             .collect();
         let mut padded_bias = vec![0.0; cols];
         padded_bias[..cout].copy_from_slice(bias);
-        AmxConv { taps, cin, cout, cols, weight: packed, bias: padded_bias }
+        Bf16Conv { taps, cin, cout, cols, weight: packed, bias: padded_bias }
     }
 
     /// The input buffer's row stride in bfloat16 values.
@@ -172,18 +213,21 @@ pub(crate) struct Outputs<'a> {
 }
 
 /// Runs `conv` over the interior points of `n` positions of `input` (`[rows, in_stride]`
-/// bfloat16 on the padded board, at least `n · 132 + SLACK_ROWS` rows, border rows zero).
+/// bfloat16 on the padded board, at least `n · 132 + SLACK_ROWS` rows, border rows zero) with
+/// `kernel`. Both kernels round nothing but the inputs: the products of bfloat16 values are exact
+/// in `f32`, and only the order of the `f32` sums differs between them.
 ///
 /// # Panics
-/// If [`available`] is false, or a buffer is too short for `n` positions.
+/// If `kernel` is not available here, or a buffer is too short for `n` positions.
 pub(crate) fn layer(
-    conv: &AmxConv,
+    conv: &Bf16Conv,
+    kernel: Bf16Kernel,
     input: &[u16],
     n: usize,
     out: Outputs<'_>,
     sums: &mut Vec<f32>,
 ) {
-    assert!(available(), "AMX is not available");
+    assert!(kernel.available(), "the bfloat16 kernel {kernel:?} is not available");
     if n == 0 {
         return;
     }
@@ -197,30 +241,94 @@ pub(crate) fn layer(
     }
     assert!(!out.residual || out.f32.is_some(), "a residual needs the f32 output");
     sums.resize(2 * M_TILE * 2 * N_TILE, 0.0);
-    // SAFETY: `available` checked the CPU features and the tile permission; the assertions
-    // above bound every address the function forms (see its comments).
-    unsafe { layer_amx(conv, input, n, out, sums) }
+    // SAFETY: `available` checked the CPU features (and for the tiles, the tile permission);
+    // the assertions above bound every address the functions form (see their comments).
+    match kernel {
+        Bf16Kernel::Tiles => unsafe { layer_amx(conv, input, n, out, sums) },
+        Bf16Kernel::Dot => unsafe { layer_dot(conv, input, n, out, sums) },
+    }
 }
 
 /// Copies positions' input planes (`[n, pl, 10, 9]`, `f32`) onto the padded board,
 /// channels-last in bfloat16 with `stride` (a multiple of 16, at least `pl`): every interior
 /// row's `stride` values are written (the channels past `pl` as zeros), border rows are left as
-/// they are. Each row's channels are gathered 16 at a time and converted by one instruction,
-/// rounded to nearest even as [`bf16`] rounds (NaN stays NaN), except that subnormal values
-/// (below 1.2e-38 in magnitude, never a plane's) become zeros of their sign, as the tower's
-/// activations do in the same instruction.
+/// they are. Values are converted 16 at a time by one instruction, rounded to nearest even as
+/// [`bf16`] rounds (NaN stays NaN), except that subnormal values (below 1.2e-38 in magnitude,
+/// never a plane's) become zeros of their sign, as the tower's activations do in the same
+/// instruction. For [`Bf16Kernel::Tiles`] each row's channels are gathered 16 at a time (the
+/// faster way on the AMX Xeon); for [`Bf16Kernel::Dot`] each plane is converted in place order
+/// into `scratch` and then transposed by scalar copies (AMD's gathers are slow: this copy took
+/// 18% of the 2 × 24 net's time with gathers on a Zen 5).
 ///
 /// # Panics
-/// If AMX is not [`available`], `stride` is not a multiple of 16 of at least `pl`, or `dst` is
-/// shorter than the positions' padded boards.
-pub(crate) fn input_planes(planes: &[f32], pl: usize, dst: &mut [u16], stride: usize) {
-    assert!(available(), "AMX is not available");
+/// If AVX-512 BF16 is not available ([`dot_available`]), `stride` is not a multiple of 16 of at
+/// least `pl`, or `dst` is shorter than the positions' padded boards.
+pub(crate) fn input_planes(
+    kernel: Bf16Kernel,
+    planes: &[f32],
+    pl: usize,
+    dst: &mut [u16],
+    stride: usize,
+    scratch: &mut Vec<u16>,
+) {
+    assert!(dot_available(), "AVX-512 BF16 is not available");
     assert!(stride >= pl && stride.is_multiple_of(N_TILE), "bad stride {stride} for {pl} planes");
     let n = if pl == 0 { 0 } else { planes.len() / (pl * PLANE_SIZE) };
     assert!(dst.len() >= n * PAD_SIZE * stride, "bfloat16 input too short");
-    // SAFETY: `available` checked the CPU features; the gathers read only `planes`' first
-    // `n · pl · 90` floats and the stores write rows of `dst` inside the length asserted.
-    unsafe { input_planes_avx512(planes, pl, n, dst, stride) }
+    match kernel {
+        // SAFETY: `dot_available` checked the CPU features; the gathers read only `planes`'
+        // first `n · pl · 90` floats and the stores write rows of `dst` inside the length
+        // asserted.
+        Bf16Kernel::Tiles => unsafe { input_planes_avx512(planes, pl, n, dst, stride) },
+        Bf16Kernel::Dot => {
+            scratch.resize(pl * PLANE_CHUNKS * N_TILE, 0);
+            // SAFETY: as above; `scratch` holds `pl` planes of 96 values.
+            unsafe { input_planes_transposed(planes, pl, n, dst, stride, scratch) }
+        }
+    }
+}
+
+/// Vectors of 16 that cover a plane's 90 points (the last one partial).
+const PLANE_CHUNKS: usize = PLANE_SIZE.div_ceil(N_TILE);
+
+/// [`input_planes`] for [`Bf16Kernel::Dot`]: each position's planes converted to bfloat16 16
+/// points at a time into `scratch` (`[pl, 96]`), then copied point by point onto the board.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+unsafe fn input_planes_transposed(
+    planes: &[f32],
+    pl: usize,
+    n: usize,
+    dst: &mut [u16],
+    stride: usize,
+    scratch: &mut [u16],
+) {
+    let width = PLANE_CHUNKS * N_TILE;
+    let tail = PLANE_SIZE - (PLANE_CHUNKS - 1) * N_TILE;
+    for (i, position) in planes.chunks_exact(pl * PLANE_SIZE).take(n).enumerate() {
+        for (plane, out) in position.chunks_exact(PLANE_SIZE).zip(scratch.chunks_exact_mut(width)) {
+            for k in 0..PLANE_CHUNKS {
+                let valid = if k + 1 == PLANE_CHUNKS { tail } else { N_TILE };
+                let mask = ((1u32 << valid) - 1) as u16;
+                // SAFETY: the unmasked lanes are points `16 k .. 16 k + valid ≤ 90` of the
+                // plane; the store is 16 values at `16 k` of the plane's 96 in `out`.
+                unsafe {
+                    let v = _mm512_maskz_loadu_ps(mask, plane.as_ptr().add(k * N_TILE));
+                    _mm256_storeu_si256(
+                        out.as_mut_ptr().add(k * N_TILE).cast(),
+                        std::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(v)),
+                    );
+                }
+            }
+        }
+        for sq in 0..PLANE_SIZE {
+            let row = super::padded_row(i, sq);
+            let (dst, rest) = dst[row * stride..(row + 1) * stride].split_at_mut(pl);
+            for (c, d) in dst.iter_mut().enumerate() {
+                *d = scratch[c * width + sq];
+            }
+            rest.fill(0);
+        }
+    }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
@@ -361,19 +469,23 @@ fn interior(row: usize) -> bool {
     (1..=super::PLANE_RANKS).contains(&rank) && (1..=super::PLANE_FILES).contains(&file)
 }
 
+/// The first and the last padded row of `n` positions' interior points (rows `first..=last`
+/// hold them all, with border rows between).
+fn interior_rows(n: usize) -> (usize, usize) {
+    (PAD_FILES + 1, n * PAD_SIZE - PAD_FILES - 2)
+}
+
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-unsafe fn layer_amx(conv: &AmxConv, input: &[u16], n: usize, out: Outputs<'_>, sums: &mut [f32]) {
+unsafe fn layer_amx(conv: &Bf16Conv, input: &[u16], n: usize, out: Outputs<'_>, sums: &mut [f32]) {
     let in_stride = conv.in_stride();
     let blocks = in_stride / K_TILE;
     let col_tiles = conv.cols / N_TILE;
     let tile_len = M_TILE * N_TILE * 2;
     // Interior rows lie in `first..=last`; steps of 32 rows from `first` read rows from
     // `first - 12 = 0` to below `last + 1 + 31 + 12 < n · 132 + SLACK_ROWS`.
-    let first = PAD_FILES + 1;
-    let last = n * PAD_SIZE - PAD_FILES - 2;
+    let (first, last) = interior_rows(n);
     let in_bytes = in_stride * 2;
-    let Outputs { mut bf16, mut f32, residual, relu } = out;
-    let zero = _mm512_setzero_ps();
+    let mut out = out;
     // SAFETY: the configuration is a valid palette-1 layout.
     unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
     let mut r0 = first;
@@ -397,62 +509,163 @@ unsafe fn layer_amx(conv: &AmxConv, input: &[u16], n: usize, out: Outputs<'_>, s
             }
             // SAFETY: four 16 × 16 f32 tiles into `sums` (32 rows of 32 floats, 4 KiB).
             unsafe { store_sums(sums.as_mut_ptr(), 2 * N_TILE) };
-            // The epilogue, row by row.
-            for i in 0..2 * M_TILE {
-                let row = r0 + i;
-                if row > last {
-                    break;
-                }
-                if !interior(row) {
-                    continue;
-                }
-                for v in 0..2 {
-                    let col = (j0 + v) * N_TILE;
-                    // SAFETY: 16 floats of `sums` and of `bias` (`cols` long, `col + 16 ≤ cols`).
-                    let mut a: __m512 = unsafe {
-                        _mm512_add_ps(
-                            _mm512_loadu_ps(sums[i * 2 * N_TILE + v * N_TILE..].as_ptr()),
-                            _mm512_loadu_ps(conv.bias[col..col + N_TILE].as_ptr()),
-                        )
-                    };
-                    let valid = conv.cout.saturating_sub(col).min(N_TILE);
-                    let mask = ((1u32 << valid) - 1) as u16;
-                    if let Some((f, stride)) = &mut f32 {
-                        let p = f[row * *stride..].as_mut_ptr();
-                        // SAFETY: the masked lanes are the columns `col..col + valid` of row
-                        // `row`, within `cout ≤ stride` and the slice (asserted in `layer`).
-                        unsafe {
-                            if residual && valid > 0 {
-                                a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(mask, p.add(col)));
-                            }
-                        }
-                        if relu {
-                            a = _mm512_max_ps(zero, a);
-                        }
-                        // SAFETY: as above.
-                        unsafe { _mm512_mask_storeu_ps(p.add(col), mask, a) };
-                    } else if relu {
-                        a = _mm512_max_ps(zero, a);
-                    }
-                    if let Some(b) = &mut bf16 {
-                        let dst =
-                            b[row * conv.cols + col..row * conv.cols + col + N_TILE].as_mut_ptr();
-                        // SAFETY: 16 bfloat16 values (32 bytes) at `dst`, inside the slice.
-                        unsafe {
-                            _mm256_storeu_si256(
-                                dst.cast(),
-                                std::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(a)),
-                            )
-                        };
-                    }
-                }
-            }
+            // SAFETY: `layer` checked the outputs' lengths; this function's features.
+            unsafe { epilogue(conv, r0, 2 * M_TILE, j0, last, sums, &mut out) };
         }
         r0 += 2 * M_TILE;
     }
     // SAFETY: returns the tile registers to their initial state (no more tile use until the
     // next `ldtilecfg`).
     unsafe { asm!("tilerelease", options(nostack, nomem)) };
+}
+
+/// [`layer_amx`]'s products by AVX-512 BF16's `vdpbf16ps`, one rank of one position at a time
+/// (its nine interior points: the border rows are not computed) by 32 output columns: for every
+/// tap and pair of input channels, the pair's two bfloat16 values at a point, broadcast to the
+/// 16 lanes, times the 16 output columns' weights of the pair (32 bfloat16 values: one row of
+/// one of [`Bf16Conv`]'s tiles), added to the point's sums. The 9 × 2 sum vectors stay in
+/// registers over the nine taps; pairs of padding channels past `cin` are skipped (their
+/// weights are zero). The sums go to `sums` and the tiles' epilogue writes them.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+unsafe fn layer_dot(conv: &Bf16Conv, input: &[u16], n: usize, out: Outputs<'_>, sums: &mut [f32]) {
+    let in_stride = conv.in_stride();
+    let blocks = in_stride / K_TILE;
+    let col_tiles = conv.cols / N_TILE;
+    let tile_len = M_TILE * N_TILE * 2;
+    let (_, last) = interior_rows(n);
+    let mut out = out;
+    for i in 0..n {
+        for rank in 0..PLANE_RANKS {
+            // The rank's points are rows `r0 .. r0 + 9`; their taps read rows `r0 - 12` to
+            // `r0 + 8 + 12`, inside the position's padded board.
+            let r0 = super::padded_row(i, rank * PLANE_FILES);
+            for j0 in (0..col_tiles).step_by(2) {
+                let mut acc = [[_mm512_setzero_ps(); 2]; PLANE_FILES];
+                for (t, &tap) in conv.taps.iter().enumerate() {
+                    let row = r0.wrapping_add_signed(tap);
+                    for kb in 0..blocks {
+                        let pairs = (conv.cin - kb * K_TILE).min(K_TILE).div_ceil(2);
+                        // Channels `kb · 32 ..` of rows `row .. row + 9`.
+                        let a = input[row * in_stride + kb * K_TILE..]
+                            [..(PLANE_FILES - 1) * in_stride + K_TILE]
+                            .as_ptr();
+                        let tile = ((t * blocks + kb) * col_tiles + j0) * tile_len;
+                        let w = conv.weight[tile..tile + 2 * tile_len].as_ptr();
+                        for p in 0..pairs {
+                            // SAFETY: `p < 16`: 64 bytes at `32 p` of each of the two tiles
+                            // at `w`, inside the slice taken above.
+                            let (w0, w1): (__m512bh, __m512bh) = unsafe {
+                                (
+                                    std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(
+                                        w.add(p * 2 * N_TILE).cast(),
+                                    )),
+                                    std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(
+                                        w.add(tile_len + p * 2 * N_TILE).cast(),
+                                    )),
+                                )
+                            };
+                            for (f, point) in acc.iter_mut().enumerate() {
+                                // SAFETY: channels `2 p`, `2 p + 1 < 32` of row `f < 9` of
+                                // the block taken above.
+                                let pair = unsafe {
+                                    a.add(f * in_stride + 2 * p).cast::<i32>().read_unaligned()
+                                };
+                                // SAFETY: 32 bfloat16 values are 512 bits as 16 integers are.
+                                let x = unsafe {
+                                    std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(
+                                        pair,
+                                    ))
+                                };
+                                point[0] = _mm512_dpbf16_ps(point[0], x, w0);
+                                point[1] = _mm512_dpbf16_ps(point[1], x, w1);
+                            }
+                        }
+                    }
+                }
+                for (f, point) in acc.iter().enumerate() {
+                    for (v, &s) in point.iter().enumerate() {
+                        let at = f * 2 * N_TILE + v * N_TILE;
+                        // SAFETY: 16 floats of the 32 × 32 block `sums` (`layer` sized it).
+                        unsafe { _mm512_storeu_ps(sums[at..at + N_TILE].as_mut_ptr(), s) };
+                    }
+                }
+                // SAFETY: `layer` checked the outputs' lengths; this function's features.
+                unsafe { epilogue(conv, r0, PLANE_FILES, j0, last, sums, &mut out) };
+            }
+        }
+    }
+}
+
+/// Writes one step's sums (`sums`: `count` ≤ 32 board rows from `r0` by the 32 output columns
+/// from `j0 · 16`, rows 32 floats apart) to `out`: the bias added, then the residual (the `f32`
+/// output's values before the call), then the ReLU; `f32` outputs for the columns below `cout`
+/// of every interior row up to `last`, bfloat16 outputs for every computed column (zero past
+/// `cout`, the next layer's padding channels). Border rows are not written.
+///
+/// # Safety
+/// `out`'s buffers must hold `n · 132` rows at their strides (as `layer` asserts), with `last`
+/// below `n · 132`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+#[inline]
+unsafe fn epilogue(
+    conv: &Bf16Conv,
+    r0: usize,
+    count: usize,
+    j0: usize,
+    last: usize,
+    sums: &[f32],
+    out: &mut Outputs<'_>,
+) {
+    let zero = _mm512_setzero_ps();
+    let Outputs { bf16, f32, residual, relu } = out;
+    for i in 0..count {
+        let row = r0 + i;
+        if row > last {
+            break;
+        }
+        if !interior(row) {
+            continue;
+        }
+        for v in 0..2 {
+            let col = (j0 + v) * N_TILE;
+            // SAFETY: 16 floats of `sums` and of `bias` (`cols` long, `col + 16 ≤ cols`).
+            let mut a: __m512 = unsafe {
+                _mm512_add_ps(
+                    _mm512_loadu_ps(sums[i * 2 * N_TILE + v * N_TILE..].as_ptr()),
+                    _mm512_loadu_ps(conv.bias[col..col + N_TILE].as_ptr()),
+                )
+            };
+            let valid = conv.cout.saturating_sub(col).min(N_TILE);
+            let mask = ((1u32 << valid) - 1) as u16;
+            if let Some((f, stride)) = f32 {
+                let p = f[row * *stride..].as_mut_ptr();
+                // SAFETY: the masked lanes are the columns `col..col + valid` of row
+                // `row`, within `cout ≤ stride` and the slice (asserted in `layer`).
+                unsafe {
+                    if *residual && valid > 0 {
+                        a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(mask, p.add(col)));
+                    }
+                }
+                if *relu {
+                    a = _mm512_max_ps(zero, a);
+                }
+                // SAFETY: as above.
+                unsafe { _mm512_mask_storeu_ps(p.add(col), mask, a) };
+            } else if *relu {
+                a = _mm512_max_ps(zero, a);
+            }
+            if let Some(b) = bf16 {
+                let dst = b[row * conv.cols + col..row * conv.cols + col + N_TILE].as_mut_ptr();
+                // SAFETY: 16 bfloat16 values (32 bytes) at `dst`, inside the slice.
+                unsafe {
+                    _mm256_storeu_si256(
+                        dst.cast(),
+                        std::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(a)),
+                    )
+                };
+            }
+        }
+    }
 }
 
 /// One thread's buffers for the training convolutions in bfloat16, reused across calls. Each
@@ -514,8 +727,8 @@ fn row_of(i: usize, rank: usize, file: usize) -> usize {
 /// transposed weights) in bfloat16.
 ///
 /// # Panics
-/// If [`available`] is false or `out` is not `n · cout · 90` long.
-pub(crate) fn conv_planes(conv: &AmxConv, x: &[f32], out: &mut [f32], s: &mut TrainScratch) {
+/// If AMX is not available ([`tiles_available`]) or `out` is not `n · cout · 90` long.
+pub(crate) fn conv_planes(conv: &Bf16Conv, x: &[f32], out: &mut [f32], s: &mut TrainScratch) {
     let (cin, cout) = (conv.cin, conv.cout);
     let n = x.len() / (cin * PLANE_SIZE);
     assert_eq!(out.len(), n * cout * PLANE_SIZE, "output shape");
@@ -543,7 +756,7 @@ pub(crate) fn conv_planes(conv: &AmxConv, x: &[f32], out: &mut [f32], s: &mut Tr
         s.out.resize(n * PAD_SIZE * cout, 0.0);
     }
     let o = Outputs { bf16: None, f32: Some((&mut s.out, cout)), residual: false, relu: false };
-    layer(conv, &s.input, n, o, &mut s.sums);
+    layer(conv, Bf16Kernel::Tiles, &s.input, n, o, &mut s.sums);
     for (i, position) in out.chunks_exact_mut(cout * PLANE_SIZE).enumerate() {
         for (c, plane) in position.chunks_exact_mut(PLANE_SIZE).enumerate() {
             for rank in 0..PLANE_RANKS {
@@ -571,7 +784,7 @@ const MARGIN: usize = 16;
 /// point sums over the board.
 ///
 /// # Panics
-/// If [`available`] is false or the lengths do not match those shapes.
+/// If AMX is not available ([`tiles_available`]) or the lengths do not match those shapes.
 pub(crate) fn weight_grad_planes(
     x: &[f32],
     grad: &[f32],
@@ -580,7 +793,7 @@ pub(crate) fn weight_grad_planes(
     acc: &mut [f32],
     s: &mut TrainScratch,
 ) {
-    assert!(available(), "AMX is not available");
+    assert!(tiles_available(), "AMX is not available");
     assert!(cin > 0 && cout > 0 && x.len().is_multiple_of(cin * PLANE_SIZE), "input shape");
     let n = x.len() / (cin * PLANE_SIZE);
     assert_eq!(grad.len(), n * cout * PLANE_SIZE, "gradient shape");
@@ -626,7 +839,7 @@ pub(crate) fn weight_grad_planes(
     }
     s.sums.clear();
     s.sums.resize(9 * ci * co, 0.0);
-    // SAFETY: `available` checked the CPU features and the tile permission; the buffers have
+    // SAFETY: `tiles_available` checked the CPU features and the tile permission; the buffers have
     // the sizes `weight_grad_amx` documents.
     unsafe { weight_grad_amx(&s.xt, len, &s.gv, k, ci, co, &mut s.sums) };
     for t in 0..9 {
@@ -663,7 +876,7 @@ unsafe fn weight_grad_amx(
     // SAFETY: the configuration is a valid palette-1 layout.
     unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
     for t in 0..9 {
-        // The tap's offset, as in `AmxConv::conv3x3`.
+        // The tap's offset, as in `Bf16Conv::conv3x3`.
         let tap = (t / 3) as isize * PAD_FILES as isize + (t % 3) as isize - PAD_FILES as isize - 1;
         for c0 in (0..ci).step_by(2 * M_TILE) {
             for o0 in (0..co).step_by(2 * N_TILE) {
@@ -708,10 +921,18 @@ mod tests {
     /// rows keep theirs.
     #[test]
     fn input_planes_round_every_value_onto_its_point() {
-        if !available() {
-            eprintln!("skipped: this CPU has no AMX with bfloat16");
+        if !dot_available() {
+            eprintln!("skipped: this CPU has no AVX-512 BF16");
             return;
         }
+        let kernels: Vec<Bf16Kernel> =
+            [Bf16Kernel::Tiles, Bf16Kernel::Dot].into_iter().filter(|k| k.available()).collect();
+        for kernel in kernels {
+            input_planes_by_kernel(kernel);
+        }
+    }
+
+    fn input_planes_by_kernel(kernel: Bf16Kernel) {
         let special = [
             f32::NAN,
             f32::INFINITY,
@@ -732,7 +953,7 @@ mod tests {
                     planes[(k * 997) % len] = *v;
                 }
                 let mut dst = vec![0x1234u16; n * PAD_SIZE * stride + 7];
-                input_planes(&planes, pl, &mut dst, stride);
+                input_planes(kernel, &planes, pl, &mut dst, stride, &mut vec![7; 5]);
                 let mut interior = vec![false; n * PAD_SIZE];
                 for i in 0..n {
                     for sq in 0..PLANE_SIZE {
@@ -747,7 +968,7 @@ mod tests {
                             };
                             assert_eq!(
                                 got, want,
-                                "planes {pl}, position {i}, point {sq}, channel {c}"
+                                "{kernel:?}: planes {pl}, position {i}, point {sq}, channel {c}"
                             );
                         }
                     }
@@ -763,21 +984,30 @@ mod tests {
         }
     }
 
-    /// The layer against its definition on bfloat16-rounded inputs and weights, in `f64`: only
-    /// the `f32` summation differs. Channel counts with partial tiles and several channel
-    /// blocks, batch sizes of 1 to 5 positions (partial steps), with and without the residual;
-    /// border rows and columns past the output channels stay as they were.
+    /// The layer, with each kernel this CPU runs, against its definition on bfloat16-rounded
+    /// inputs and weights, in `f64`: only the `f32` summation differs. Channel counts with
+    /// partial tiles, odd counts and several channel blocks, batch sizes of 1 to 5 positions
+    /// (partial steps), with and without the residual; border rows and columns past the output
+    /// channels stay as they were.
     #[test]
-    fn the_amx_layer_computes_the_convolution_by_its_definition() {
-        if !available() {
-            eprintln!("skipped: this CPU has no AMX with bfloat16");
+    fn each_bfloat16_kernel_computes_the_convolution_by_its_definition() {
+        let kernels: Vec<Bf16Kernel> =
+            [Bf16Kernel::Tiles, Bf16Kernel::Dot].into_iter().filter(|k| k.available()).collect();
+        if kernels.is_empty() {
+            eprintln!("skipped: this CPU has neither AMX nor AVX-512 BF16");
             return;
         }
+        for kernel in kernels {
+            layer_by_definition(kernel);
+        }
+    }
+
+    fn layer_by_definition(kernel: Bf16Kernel) {
         for (cin, cout) in [(23, 24), (24, 24), (40, 17), (64, 64), (70, 48), (5, 33)] {
             for n in [1, 2, 5] {
                 let weight = noise(cout * cin * 9, (cin * 100 + cout) as u32);
                 let bias = noise(cout, 5);
-                let conv = AmxConv::conv3x3(&weight, &bias, [cout, cin, 3, 3]);
+                let conv = Bf16Conv::conv3x3(&weight, &bias, [cout, cin, 3, 3]);
                 let ins = conv.in_stride();
                 let rows = n * PAD_SIZE + SLACK_ROWS;
                 let values = noise(n * PLANE_SIZE * cin, n as u32);
@@ -800,7 +1030,7 @@ mod tests {
                     let mut b = vec![0x7fc0u16; n * PAD_SIZE * conv.out_stride()];
                     let out =
                         Outputs { bf16: Some(&mut b), f32: Some((&mut f, fs)), residual, relu };
-                    layer(&conv, &input, n, out, &mut Vec::new());
+                    layer(&conv, kernel, &input, n, out, &mut Vec::new());
                     for i in 0..n {
                         for sq in 0..PLANE_SIZE {
                             let row = padded_row(i, sq);
@@ -821,8 +1051,9 @@ mod tests {
                                 let got = f64::from(f[row * fs + o]);
                                 assert!(
                                     (got - want).abs() < 1e-4 * (1.0 + want.abs()),
-                                    "{cin} -> {cout}, {n} positions, point {sq} of {i}, channel {o} \
-                                     (residual {residual}, relu {relu}): {got} vs {want}"
+                                    "{kernel:?}: {cin} -> {cout}, {n} positions, point {sq} of \
+                                     {i}, channel {o} (residual {residual}, relu {relu}): {got} \
+                                     vs {want}"
                                 );
                                 let got_b = f64::from(
                                     half::bf16::from_bits(b[row * conv.out_stride() + o]).to_f32(),
@@ -894,7 +1125,7 @@ mod tests {
     #[test]
     fn the_amx_training_convolution_and_weight_gradient_compute_their_definitions() {
         use xiangqi::env::{PLANE_FILES, PLANE_RANKS};
-        if !available() {
+        if !tiles_available() {
             eprintln!("skipped: this CPU has no AMX with bfloat16");
             return;
         }
@@ -914,7 +1145,7 @@ mod tests {
                 let x = noise(n * cin * PLANE_SIZE, (cin + n) as u32);
                 let w = noise(cout * cin * 9, cout as u32);
                 let g = noise(n * cout * PLANE_SIZE, 77);
-                let conv = AmxConv::conv3x3(&w, &vec![0.0; cout], [cout, cin, 3, 3]);
+                let conv = Bf16Conv::conv3x3(&w, &vec![0.0; cout], [cout, cin, 3, 3]);
                 let mut out = vec![f32::NAN; n * cout * PLANE_SIZE];
                 conv_planes(&conv, &x, &mut out, &mut s);
                 let mut acc = vec![0.5; 9 * cin * cout];
