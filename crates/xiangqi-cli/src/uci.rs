@@ -113,7 +113,7 @@ pub struct Args {
     device: String,
     /// The CPU kernels' arithmetic: f32; bf16, the network's tower in bfloat16 on Intel's AMX
     /// or AVX-512 BF16 (about twice the positions per second for the main job's 2 × 24 net on AMX,
-    /// 1.6 times on AVX-512 BF16, nothing for the smallest nets; f32, with a warning, where it cannot run); or auto, bf16 where it can run
+    /// 1.4–1.7 times on AVX-512 BF16, nothing for the smallest nets; f32, with a warning, where it cannot run); or auto, bf16 where it can run
     /// and f32 elsewhere.
     #[arg(long, default_value = "f32")]
     precision: xiangqi_nn::Precision,

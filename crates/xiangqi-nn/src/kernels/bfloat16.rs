@@ -1,37 +1,51 @@
-//! The residual tower in bfloat16 on Intel's Advanced Matrix Extensions (AMX), for
-//! [`crate::Precision::Bf16`].
+//! The residual tower in bfloat16, for [`crate::Precision::Bf16`]: on Intel's Advanced Matrix
+//! Extensions (AMX) where the CPU has them, else on AVX-512 BF16's dot products
+//! ([`Bf16Kernel`]).
 //!
 //! A 3 × 3 convolution on the padded channels-last board (see the [parent module](super)) is,
 //! for each of its nine taps, a matrix product of a block of consecutive board rows (shifted by
-//! the tap's offset) by the tap's `[cin, cout]` weights. AMX multiplies tiles of 16 rows by 32
-//! bfloat16 values (`tileloadd` with the buffer's row stride) into 16 × 16 `f32` sums
-//! (`tdpbf16ps`), so the tap's block of input rows is loaded straight from the activation
-//! buffer: no im2col, as on the `f32` path. Each step computes 32 board rows by 32 output
-//! channels (four sum tiles, two input tiles, two weight tiles: all eight tile registers) and
-//! stores the sums to a small `f32` buffer, where the epilogue adds the bias and the residual,
-//! applies the ReLU and writes the interior points' outputs: `f32` for the residual stream and
-//! the heads, bfloat16 for the next convolution. Border points are never written, so they stay
-//! zero, the next layer's padding.
+//! the tap's offset) by the tap's `[cin, cout]` weights.
+//!
+//! **AMX** multiplies tiles of 16 rows by 32 bfloat16 values (`tileloadd` with the buffer's row
+//! stride) into 16 × 16 `f32` sums (`tdpbf16ps`), so the tap's block of input rows is loaded
+//! straight from the activation buffer: no im2col, as on the `f32` path. Each step computes 32
+//! board rows by 32 output channels (four sum tiles, two input tiles, two weight tiles: all
+//! eight tile registers) and stores the sums to a small `f32` buffer, where the epilogue adds
+//! the bias and the residual, applies the ReLU and writes the interior points' outputs: `f32`
+//! for the residual stream and the heads, bfloat16 for the next convolution. Border points are
+//! never written, so they stay zero, the next layer's padding.
+//!
+//! **AVX-512 BF16** (AMD Zen 4 and later, Intel Cooper Lake) has `vdpbf16ps`: each of 16 `f32`
+//! lanes adds the two products of a pair of bfloat16 values. A row of an AMX weight tile is
+//! exactly such an operand (16 output columns, each a pair of input channels), so the same packed
+//! weights serve both kernels. The dot-product kernel broadcasts one point's pair of input
+//! channels and multiplies it by two such rows (32 output columns), keeping the sums of one
+//! rank's nine points in 18 registers over the nine taps; it computes no border rows, and its
+//! sums go through the same epilogue.
 //!
 //! Activations and weights are rounded to bfloat16 (8 significant bits, round to nearest even:
-//! a relative error of at most 2⁻⁹ per value) and summed in `f32`. The heads run on the `f32`
-//! kernels. Intel's *Architecture Instruction Set Extensions
-//! Programming Reference*, chapter 3, defines the instructions; Linux grants a process the AMX
+//! a relative error of at most 2⁻⁹ per value) and summed in `f32`; a product of two bfloat16
+//! values is exact in `f32`, so the two kernels differ only in the order of their sums. The
+//! heads run on the `f32` kernels. Intel's *Architecture Instruction Set Extensions
+//! Programming Reference* (chapter 3 for AMX) and the *Intel 64 and IA-32 Architectures Software
+//! Developer's Manual* (`VDPBF16PS`) define the instructions; Linux grants a process the AMX
 //! state through `arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`.
 //!
 //! On the 2-core Xeon of `experiments/2026-12-06-bf16-ab/` the main job's 2 × 24 net evaluates
-//! about 1.9 times the positions per second of the `f32` kernels, and a 6 × 64 net 3.0 times.
+//! about 1.9 times the positions per second of the `f32` kernels on AMX, and a 6 × 64 net 3.0
+//! times; on the 2-core AMD Zen 5 of `experiments/2026-12-07-bf16-dot-ab/`, with the dot
+//! products, 1.35–1.66 and 1.47–1.74 times (medians at batch 64, 256 and 1,024).
 //!
-//! **Training** (`training.precision = "bf16"`) uses the same layer for the tower's
+//! **Training** (`training.precision = "bf16"`, AMX only) uses the same layer for the tower's
 //! convolutions and their input gradients (`conv_planes`: burn's `[n, c, 10, 9]` planes copied
 //! to the padded board in bfloat16, the `f32` sums copied back), and one more tile product for
 //! the weight gradient (`weight_grad_planes`), whose reduced dimension is the board points: the
 //! input laid out a row of points per channel, so that a tap's shift is a column offset, times
 //! the output gradient in pairs of points.
 
-// The only `unsafe` of this crate: inline assembly (Rust has no stable AMX intrinsics) and the
-// raw loads and stores of the epilogue. Every address is checked against its slice's length
-// before the assembly runs (`layer`'s assertions).
+// The only `unsafe` of this crate: inline assembly (Rust has no stable AMX intrinsics), the
+// AVX-512 intrinsics, and the raw loads and stores of the kernels and the epilogue. Every
+// address is checked against its slice's length before the kernels run (`layer`'s assertions).
 #![allow(unsafe_code)]
 
 use std::arch::asm;

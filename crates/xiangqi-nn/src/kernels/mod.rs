@@ -28,12 +28,11 @@
 //!   through the same kernel, the bias, residual and ReLU applied as the outputs are
 //!   transformed back.
 //! * **SIMD** comes from `pulp`, which detects AVX-512 or AVX2 + FMA at run time and compiles
-//!   the whole chunk's computation once per instruction set (no `unsafe` outside the AMX
-//!   module); other CPUs get a scalar build of the same code.
-//! * **bfloat16 on AMX** ([`crate::Precision::Bf16`], where the CPU has Intel's AMX): the input
-//!   convolution and the residual tower run as AMX tile products in bfloat16 with `f32` sums
-//!   (the `amx` module; the planes reach its channels-last board by AVX-512 gathers), the heads
-//!   as above.
+//!   the whole chunk's computation once per instruction set (no `unsafe` outside the
+//!   `bfloat16` module); other CPUs get a scalar build of the same code.
+//! * **bfloat16** ([`crate::Precision::Bf16`], where the CPU has Intel's AMX or AVX-512 BF16):
+//!   the input convolution and the residual tower run in bfloat16 with `f32` sums, as AMX tile
+//!   products or else as AVX-512 BF16 dot products (the `bfloat16` module), the heads as above.
 //! * **Threads.** A batch is split into about equal chunks of positions, as many as a multiple
 //!   of the rayon pool's threads and none larger than the net's chunk size, run in parallel on
 //!   the pool, each in its thread's own scratch buffers.
@@ -52,7 +51,7 @@
 //! in `f64`. All of them equal burn's operations within 1e-4 (`train_ops`' tests), and the
 //! convolutions their definitions with every instruction set (this module's tests). With
 //! `training.precision = "bf16"` on a CPU with AMX, the three convolutions run as AMX tile products
-//! in bfloat16 with `f32` sums (the `amx` module); batch normalisation stays `f32`. The losses'
+//! in bfloat16 with `f32` sums (the `bfloat16` module); batch normalisation stays `f32`. The losses'
 //! softmax cross-entropy (the policy's over the legal moves, the auxiliary heads', the value's)
 //! runs in one pass per row with a vectorised `exp`, its gradient in another (the `loss` module).
 
