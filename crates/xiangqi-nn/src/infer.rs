@@ -475,8 +475,8 @@ impl InferenceNet {
 
     /// Asks for `precision` on [`InferencePath::Kernels`]. [`Precision::Bf16`] (or
     /// [`Precision::Auto`]) takes effect where this CPU has AMX or AVX-512 BF16 and the tower
-    /// has neither global pooling nor squeeze-excitation; elsewhere the net stays [`Precision::F32`] (see
-    /// [`InferenceNet::precision`]).
+    /// has neither global pooling nor squeeze-excitation; elsewhere the net stays
+    /// [`Precision::F32`] (see [`InferenceNet::precision`]).
     #[must_use]
     pub fn with_precision(mut self, precision: Precision) -> InferenceNet {
         self.precision = match precision {

@@ -270,9 +270,9 @@ pub(crate) fn layer(
 /// [`bf16`] rounds (NaN stays NaN), except that subnormal values (below 1.2e-38 in magnitude,
 /// never a plane's) become zeros of their sign, as the tower's activations do in the same
 /// instruction. For [`Bf16Kernel::Tiles`] each row's channels are gathered 16 at a time (the
-/// faster way on the AMX Xeon); for [`Bf16Kernel::Dot`] each plane is converted in place order
-/// into `scratch` and then transposed by scalar copies (AMD's gathers are slow: this copy took
-/// 18% of the 2 × 24 net's time with gathers on a Zen 5).
+/// faster way on the AMX Xeon); for [`Bf16Kernel::Dot`] each plane is converted in its points'
+/// order into `scratch` and then transposed by scalar copies (AMD's gathers are slow: this copy
+/// took 18% of the 2 × 24 net's time with gathers on a Zen 5).
 ///
 /// # Panics
 /// If AVX-512 BF16 is not available ([`dot_available`]), `stride` is not a multiple of 16 of at

@@ -328,7 +328,8 @@ pub(crate) struct HostNet {
     pub(crate) policy_rows: OutputRows,
     pub(crate) value_fc1: Packed,
     pub(crate) value_fc2: Packed,
-    /// The tower for [`crate::Precision::Bf16`], where the CPU has AMX and the blocks are plain.
+    /// The tower for [`crate::Precision::Bf16`], where the CPU has AMX or AVX-512 BF16 and the
+    /// blocks are plain.
     pub(crate) bf16_tower: Option<Bf16Tower>,
 }
 
@@ -336,8 +337,8 @@ impl HostNet {
     /// Runs the network on `planes` (`[B, planes, 10, 9]` flattened), writing the policy logits
     /// (all of them, `[B, policy_size]`, or the chosen ones of [`PolicyOut::Chosen`]) and the WDL
     /// logits (`[B, 3]`). Chunks of at most `chunk` positions, as many as a multiple of the rayon
-    /// pool's threads, run in parallel on it. With `bf16` (and [`HostNet::bf16_tower`]) the tower runs
-    /// on the bfloat16 AMX kernel.
+    /// pool's threads, run in parallel on it. With `bf16` (and [`HostNet::bf16_tower`]) the
+    /// tower runs on the bfloat16 kernel.
     pub(crate) fn forward_into(
         &self,
         planes: &[f32],
@@ -489,8 +490,8 @@ impl BfBuf {
     }
 }
 
-/// The input convolution and the residual tower in bfloat16 on AMX, leaving the tower's output
-/// in `x` (`f32`, stride `fs`) as the `f32` path does.
+/// The input convolution and the residual tower in bfloat16 with the tower's kernel, leaving
+/// the tower's output in `x` (`f32`, stride `fs`) as the `f32` path does.
 #[cfg(target_arch = "x86_64")]
 fn bf16_tower(
     tower: &Bf16Tower,
