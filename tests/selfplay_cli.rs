@@ -1,5 +1,7 @@
 //! End-to-end test of `xqz selfplay`: shards and PGN in the output directory, config errors.
 
+mod common;
+
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -93,6 +95,40 @@ fn selfplay_without_a_config_plays_the_built_in_one() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
     fs::remove_dir_all(&out).unwrap();
+}
+
+/// With `--net` the first line names the network and the arithmetic it computes in: `f32` by
+/// default, `bf16` under `--precision bf16` where the CPU has AMX or AVX-512 BF16 (by Linux's
+/// /proc/cpuinfo; the tiny net's plain tower can use it), else `f32` with a warning.
+#[test]
+fn selfplay_names_the_network_and_its_precision() {
+    let dir = scratch("precision");
+    let run = common::train_one_iteration(&common::config("tiny.toml"), &dir.join("run"));
+    let bf16 = common::cpu_runs_bf16_inference();
+    for (k, (precision, want)) in
+        [("f32", "f32"), ("bf16", if bf16 { "bf16" } else { "f32" })].into_iter().enumerate()
+    {
+        let out = dir.join(format!("out-{k}"));
+        let o = xqz(&[
+            "selfplay",
+            "--config",
+            &tiny(),
+            "--games",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--net",
+            run.to_str().unwrap(),
+            "--precision",
+            precision,
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{stderr}");
+        let line = format!("the network {} in {want}\n", run.display());
+        assert!(stderr.contains(&line), "--precision {precision}: {stderr}");
+        assert_eq!(stderr.contains("is not available"), precision == "bf16" && !bf16, "{stderr}");
+    }
+    fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

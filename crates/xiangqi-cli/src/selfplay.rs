@@ -162,14 +162,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let evaluator =
         crate::net::AnyEvaluator::load_optional(args.net.as_deref(), &device).context("--net")?;
     evaluator.expect_game(config.game(), "--net")?;
-    // What plays: the config (a file or the built-in one) and the evaluator.
+    // What plays: the config (a file or the built-in one), the evaluator and its arithmetic.
     errln!(
         "xqz selfplay: {games} game{} of {} with the search of {origin}, {}",
         if games == 1 { "" } else { "s" },
         config.game(),
-        match &args.net {
-            Some(net) => format!("the network {}", net.display()),
-            None => "uniform priors (no --net)".to_string(),
+        match (&args.net, &evaluator) {
+            (Some(net), crate::net::AnyEvaluator::Net(e, _)) => {
+                format!("the network {} in {}", net.display(), e.net().precision())
+            }
+            _ => "uniform priors (no --net)".to_string(),
         }
     );
     match config.game() {
