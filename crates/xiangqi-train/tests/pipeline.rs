@@ -410,11 +410,13 @@ fn a_fast_worker_does_not_starve_a_slow_one_and_every_shard_is_trained_on_once()
     let _ = fs::remove_dir_all(&tmp);
 }
 
-/// The mean WDL cross-entropy `−Σ t · ln p` of every sample of `shard` whose final material is
-/// known against its material target `t = ((1 + m) / 2, 0, (1 − m) / 2)`, `m = tanh(pawns /
-/// scale)` (`LoopConfig::material_scale`; the shard keeps half-pawns), under the network of the
-/// checkpoint `ckpt`: computed here from the shard and the network alone.
-fn material_loss(ckpt: &Path, shard: &Shard, scale: f64) -> f64 {
+/// The mean WDL cross-entropy `−Σ t · ln p` of every sample of `shard` whose material target
+/// is known against it, `t = ((1 + m) / 2, 0, (1 − m) / 2)`, `m = tanh(pawns / scale)`
+/// (`LoopConfig::material_scale`; the shard keeps half-pawns), under the network of the
+/// checkpoint `ckpt`: computed here from the shard and the network alone. The pawns are the
+/// balance of the position `plies` later in the sample's game (`LoopConfig::material_plies`)
+/// where the shard holds it, else of the game's final position.
+fn material_loss(ckpt: &Path, shard: &Shard, scale: f64, plies: usize) -> f64 {
     let (net, _) = checkpoint::load_net(ckpt, None, &cpu_device()).unwrap();
     let net = InferenceNet::from_net(&net, &cpu_device()).unwrap();
     let mut planes = vec![0.0; shard.len() * xiangqi::env::INPUT_SIZE];
@@ -424,7 +426,19 @@ fn material_loss(ckpt: &Path, shard: &Shard, scale: f64) -> f64 {
     let logits = net.predict(planes).unwrap();
     let (mut sum, mut count) = (0.0, 0.0);
     for i in 0..shard.len() {
-        let material = shard.sample(i).final_material;
+        let j = i + plies;
+        let later = plies > 0
+            && j < shard.len()
+            && shard.game_id[j] == shard.game_id[i]
+            && shard.worker[j] == shard.worker[i]
+            && usize::from(shard.ply[j]) == usize::from(shard.ply[i]) + plies;
+        let material = if later {
+            let red =
+                <xiangqi::Game as xiangqi_search::Material>::material_half_pawns(&shard.boards[j]);
+            if shard.turn[i] == 0 { red } else { -red }
+        } else {
+            shard.sample(i).final_material
+        };
         if material == xiangqi_search::UNKNOWN_MATERIAL {
             continue;
         }
@@ -469,8 +483,10 @@ fn each_new_shard_is_scored_before_it_is_trained_on() {
         let shard = read_shard(&paths.shards.join(format!("shard-{n:06}.npz"))).unwrap();
         let ckpt = |k: u64| paths.checkpoints.join(format!("ckpt-{k:06}"));
         let scale = config.run.material_scale;
-        let (before, after) =
-            (material_loss(&ckpt(n - 1), &shard, scale), material_loss(&ckpt(n), &shard, scale));
+        let (before, after) = (
+            material_loss(&ckpt(n - 1), &shard, scale, 0),
+            material_loss(&ckpt(n), &shard, scale, 0),
+        );
         assert!(
             (h.material_loss - before).abs() < 1e-6,
             "iteration {n}: reported {} before {before} after {after}",
@@ -481,6 +497,21 @@ fn each_new_shard_is_scored_before_it_is_trained_on() {
             "iteration {n}: training did not move the loss: before {before} after {after}"
         );
     }
+    // With a horizon, the material part is the balance four plies later.
+    let mut horizon = config.clone();
+    horizon.run.material_plies = 4;
+    let paths = RunPaths::under(&tmp.join("d"));
+    let mut run = TrainingRun::create(horizon.check().unwrap(), paths.clone()).unwrap();
+    let mut reports = Reports::default();
+    run.run(Some(1), &mut reports).unwrap();
+    let h = reports.0[0].heldout.expect("measured");
+    let shard = read_shard(&paths.shards.join("shard-000001.npz")).unwrap();
+    let first = paths.checkpoints.join("ckpt-000000");
+    let scale = config.run.material_scale;
+    let (near, end) =
+        (material_loss(&first, &shard, scale, 4), material_loss(&first, &shard, scale, 0));
+    assert!((h.material_loss - near).abs() < 1e-6, "{} against {near}", h.material_loss);
+    assert!((near - end).abs() > 1e-6, "the horizon changed nothing: {near} and {end}");
     // At most `heldout_samples` samples are scored.
     config.run.heldout_samples = 40;
     let mut few =
@@ -867,7 +898,8 @@ fn a_net_with_auxiliary_heads_trains_them_and_resumes() {
 
 /// `selfplay.recorded_value = "improved"` is the Gumbel search's improved-policy value: with
 /// PUCT it is refused by name. The new keys are written only when set, so that the config a
-/// run writes without them is the one earlier versions read.
+/// run writes without them is the one earlier versions read; a material horizon beyond 1,000
+/// plies is refused by name.
 #[test]
 fn the_improved_recorded_value_needs_gumbel_and_new_keys_are_written_only_when_set() {
     use xiangqi_search::{Algorithm, RecordedValue};
@@ -878,14 +910,21 @@ fn the_improved_recorded_value_needs_gumbel_and_new_keys_are_written_only_when_s
     let mut gumbel = puct;
     gumbel.search.algorithm = Algorithm::Gumbel;
     gumbel.run.keep_every_minutes = 30.0;
+    gumbel.run.material_plies = 12;
     let text = toml::to_string(&gumbel.clone().check().unwrap().to_unchecked()).unwrap();
     assert!(text.contains("recorded_value = \"improved\""), "{text}");
     assert!(text.contains("keep_every_minutes = 30"), "{text}");
+    assert!(text.contains("material_plies = 12"), "{text}");
     let back: RunConfig = toml::from_str(&text).unwrap();
     assert_eq!(back.selfplay.recorded_value, RecordedValue::Improved);
     assert_eq!(back.run.keep_every_minutes, 30.0);
+    assert_eq!(back.run.material_plies, 12);
     let text = toml::to_string(&tiny()).unwrap();
     assert!(!text.contains("recorded_value") && !text.contains("keep_every_minutes"), "{text}");
+    assert!(!text.contains("material_plies"), "{text}");
+    let mut far = tiny();
+    far.run.material_plies = 1001;
+    assert_eq!(far.check().unwrap_err().key, "loop.material_plies");
 }
 
 /// `schedule = "cosine_run"` anneals the learning rate over the run's budget: with a budget of

@@ -127,6 +127,16 @@ impl GameKind {
         }
     }
 
+    /// The first player's material minus the second's on a compact board
+    /// ([`PlaneInputs::board`]), in half-pawns: [`Material::material_half_pawns`] of this
+    /// game's type. Codes that are no piece count nothing.
+    pub fn material_half_pawns(self, board: &[u8; 90]) -> i16 {
+        match self {
+            GameKind::Xiangqi => <Game as Material>::material_half_pawns(board),
+            GameKind::Janggi => <xiangqi::janggi::Game as Material>::material_half_pawns(board),
+        }
+    }
+
     /// The default rule set's name: `"asian"` for xiangqi, `"site"` for janggi.
     pub const fn default_rules(self) -> &'static str {
         match self {

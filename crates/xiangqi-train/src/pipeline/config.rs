@@ -57,6 +57,17 @@ pub struct LoopConfig {
     pub material_weight: f64,
     /// Pawns of material balance that make `t = tanh(1) ≈ 0.76` in the material target.
     pub material_scale: f64,
+    /// The material target's horizon `h` in plies: with `h > 0` the material target is the
+    /// balance of the position `h` plies after the sample in its game (for the sample's side to
+    /// move), or of the game's final position when the game ends (or is cut off) sooner; 0
+    /// takes the final position for every sample. A shorter horizon sees a hanging piece's
+    /// fate within a few moves rather than at a game's end, dozens of plies and many trades
+    /// later: the analogue of KataGo's short-term score targets ("Short-term Value and Score
+    /// Targets", docs/KataGoMethods.md) for the material part of the value. At most 1,000.
+    /// (0 is not written, so that configs of runs without it stay readable by earlier
+    /// versions.)
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub material_plies: u32,
     /// Weight in the value loss of samples from cheap searches (playout cap randomization);
     /// KataGo gives them 0 (`cheapSearchTargetWeight`). Full-search samples weigh 1.
     pub cheap_value_weight: f64,
@@ -182,6 +193,7 @@ impl Default for LoopConfig {
             value_q_weight: 0.0,
             material_weight: 0.0,
             material_scale: 4.0,
+            material_plies: 0,
             cheap_value_weight: 1.0,
             policy_surprise_weight: 0.0,
             short_term_plies: 6.0,
@@ -217,6 +229,10 @@ impl Default for LoopConfig {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_zero_u32(x: &u32) -> bool {
+    *x == 0
 }
 
 fn is_false(x: &bool) -> bool {
@@ -290,6 +306,9 @@ impl LoopConfig {
         }
         if !(self.material_scale.is_finite() && self.material_scale > 0.0) {
             return bad("loop.material_scale", "must be a positive number of pawns");
+        }
+        if self.material_plies > 1000 {
+            return bad("loop.material_plies", "must be a number of plies from 0 to 1000");
         }
         if !(0.0..=1.0).contains(&self.cheap_value_weight) {
             return bad("loop.cheap_value_weight", "must be between 0 and 1");

@@ -89,8 +89,8 @@ pub(super) fn heldout_losses(
             result.0 += wdl_cross_entropy(t, p);
             result.1 += 1.0;
         }
-        if s.final_material != UNKNOWN_MATERIAL {
-            let m = (f32::from(s.final_material) / 2.0 / targets.material_scale).tanh();
+        if let Some(pawns) = material_target(shard, i, targets.material_plies) {
+            let m = (pawns / targets.material_scale).tanh();
             material.0 += wdl_cross_entropy([(1.0 + m) / 2.0, 0.0, (1.0 - m) / 2.0], p);
             material.1 += 1.0;
         }

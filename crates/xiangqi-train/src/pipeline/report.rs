@@ -148,8 +148,8 @@ pub struct HeldOutLosses {
     /// WDL cross-entropy against the game result alone (one-hot), over samples of games that
     /// have one (not cut at the length cap).
     pub result_loss: f64,
-    /// WDL cross-entropy against the material target alone (`loop.material_scale`), over
-    /// samples whose final material is known.
+    /// WDL cross-entropy against the material target alone (`loop.material_scale`, at
+    /// `loop.material_plies`), over samples whose material target is known.
     pub material_loss: f64,
 }
 

@@ -1,7 +1,8 @@
 //! The training targets of a replay sample, in one home: the policy target as recorded; the
-//! value target mixed from the game result, the search's root value and the final material (the
-//! settings of [`LoopConfig`] that shape it: `value_q_weight`, `material_weight`,
-//! `material_scale`, `cheap_value_weight`); and the targets of the network's auxiliary heads,
+//! value target mixed from the game result, the search's root value and the material balance at
+//! a horizon or at the game's end (the settings of [`LoopConfig`] that shape it:
+//! `value_q_weight`, `material_weight`, `material_scale`, `material_plies`,
+//! `cheap_value_weight`); and the targets of the network's auxiliary heads,
 //! read from the samples after it in its game (the opponent's reply, the short-term value with
 //! `short_term_plies`, the plies left). Used by training, the held-out loss and pretraining
 //! alike.
@@ -18,6 +19,8 @@ pub(super) struct Targets {
     pub(super) q_weight: f32,
     pub(super) material_weight: f32,
     pub(super) material_scale: f32,
+    /// The material target's horizon in plies (`loop.material_plies`; 0 = the game's end).
+    pub(super) material_plies: usize,
     pub(super) cheap_weight: f32,
     /// Derive the opponent-reply target (`network.opponent_policy`).
     pub(super) opponent_policy: bool,
@@ -35,6 +38,7 @@ impl Targets {
             q_weight: r.value_q_weight as f32,
             material_weight: r.material_weight as f32,
             material_scale: r.material_scale as f32,
+            material_plies: r.material_plies as usize,
             cheap_weight: r.cheap_value_weight as f32,
             opponent_policy: net.opponent_policy,
             moves_left: net.moves_left,
@@ -61,7 +65,7 @@ fn wdl_of_result(result: i8) -> [f32; 3] {
 
 /// The WDL target of a sample and its weight in the value loss: the game result, mixed with
 /// its search's root value `q` by `q_weight` (see [`LoopConfig::value_q_weight`]) and with the
-/// final material balance (`material_pawns`, if known) by `material_weight`
+/// material balance (`material_pawns`, if known; see [`material_target`]) by `material_weight`
 /// ([`LoopConfig::material_weight`]). A game cut off at its length cap has no result: its
 /// target is the other parts alone, renormalised, with their total weight (0 when there are
 /// none: it teaches nothing). A cheap-search sample's weight is multiplied by `cheap_weight`.
@@ -102,6 +106,21 @@ fn follows(shard: &Shard, i: usize, j: usize, plies: usize) -> bool {
         && shard.worker[j] == shard.worker[i]
         && shard.game_id[j] == shard.game_id[i]
         && usize::from(shard.ply[j]) == usize::from(shard.ply[i]) + plies
+}
+
+/// The material target of sample `i` in pawns, for its side to move (see
+/// [`LoopConfig::material_plies`]): the balance of the position `plies` plies later in its
+/// game when `plies > 0` and that position is recorded; otherwise the game's final balance,
+/// `None` when the shard does not know it. Every self-play sample is recorded, so a later
+/// position that is missing lies beyond the game's end (or its length cap).
+pub(super) fn material_target(shard: &Shard, i: usize, plies: usize) -> Option<f32> {
+    if plies > 0 && follows(shard, i, i + plies, plies) {
+        let first = shard.game.material_half_pawns(&shard.boards[i + plies]);
+        let own = if shard.turn[i] == 0 { first } else { -first };
+        return Some(f32::from(own) / 2.0);
+    }
+    let last = shard.final_material[i];
+    (last != UNKNOWN_MATERIAL).then(|| f32::from(last) / 2.0)
 }
 
 /// The opponent-reply target of sample `i`: the search policy of the next position of its game,
@@ -191,8 +210,7 @@ pub(super) fn push_sample(
         policy.push((index as u16, p));
     }
     let capped = s.ending == OutcomeReason::LengthCap.index() as u8;
-    let material =
-        (s.final_material != UNKNOWN_MATERIAL).then(|| f32::from(s.final_material) / 2.0);
+    let material = material_target(shard, i, targets.material_plies);
     let (wdl, weight) =
         value_target(s.result, s.root_value, material, capped, s.full_search, targets);
     let reply =

@@ -11,6 +11,7 @@ fn t(q_weight: f32, material_weight: f32) -> Targets {
         q_weight,
         material_weight,
         material_scale: 4.0,
+        material_plies: 0,
         cheap_weight: 1.0,
         opponent_policy: false,
         moves_left: false,
@@ -131,6 +132,73 @@ fn an_iterations_store_record_reads_back_whole_and_an_old_one_as_a_cursor() {
     }
     assert_eq!(super::read_consumed(&paths, 4).unwrap(), None);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+mod material_horizon {
+    //! The material target at a horizon, on a real opening: Red's cannon takes the horse on
+    //! b9 at once, Black's chariot takes the cannon back.
+
+    use xiangqi::env::encode_board_compact;
+    use xiangqi::{Move, Position, RankBase};
+    use xiangqi_search::{GameKind, Shard, UNKNOWN_MATERIAL};
+
+    use super::super::material_target;
+
+    /// The four recorded positions of the game `b2b9 a9b9 h2e2` (plies 0–3; the game went on
+    /// to ply 40, unrecorded here), its final balance `final_half_pawns` for Red.
+    fn game(final_half_pawns: Option<i16>) -> Shard {
+        let mut position = Position::start();
+        let mut shard = Shard { game: GameKind::Xiangqi, ..Shard::default() };
+        for (ply, next) in ["b2b9", "a9b9", "h2e2", ""].into_iter().enumerate() {
+            let red = ply % 2 == 0;
+            shard.boards.push(encode_board_compact(&position));
+            shard.turn.push(if red { 0 } else { 1 });
+            shard.result.push(0);
+            shard.game_id.push(3);
+            shard.worker.push(0);
+            shard.ply.push(ply as u16);
+            shard.game_plies.push(40);
+            shard.final_material.push(match final_half_pawns {
+                None => UNKNOWN_MATERIAL,
+                Some(m) if red => m,
+                Some(m) => -m,
+            });
+            if !next.is_empty() {
+                position.play(Move::from_uci(next, RankBase::Zero).unwrap()).unwrap();
+            }
+        }
+        shard
+    }
+
+    #[test]
+    fn the_target_is_the_balance_the_horizon_later_for_the_side_to_move() {
+        let shard = game(Some(-18));
+        // One ply after the start Red is a horse (4 pawns) up; Black sees it as 4 down.
+        assert_eq!(material_target(&shard, 0, 1), Some(4.0));
+        // One ply after Black's position the cannon (4.5) is gone too: Black is half a pawn up.
+        assert_eq!(material_target(&shard, 1, 1), Some(0.5));
+        // Two plies after the start: the trade, half a pawn down for Red.
+        assert_eq!(material_target(&shard, 0, 2), Some(-0.5));
+        assert_eq!(material_target(&shard, 1, 2), Some(0.5));
+        // Horizon 0, or a position beyond the recorded ones: the final balance (Red 9 pawns
+        // down, a chariot), for each side to move.
+        assert_eq!(material_target(&shard, 0, 0), Some(-9.0));
+        assert_eq!(material_target(&shard, 1, 0), Some(9.0));
+        assert_eq!(material_target(&shard, 2, 2), Some(-9.0));
+        assert_eq!(material_target(&shard, 3, 1), Some(9.0));
+    }
+
+    #[test]
+    fn another_games_position_is_not_the_horizon_and_an_unknown_end_stays_unknown() {
+        let mut shard = game(None);
+        assert_eq!(material_target(&shard, 0, 3), Some(-0.5));
+        assert_eq!(material_target(&shard, 0, 4), None);
+        assert_eq!(material_target(&shard, 0, 0), None);
+        // The third position belongs to another game: sample 0 cannot read two plies ahead.
+        shard.game_id[2] = 4;
+        assert_eq!(material_target(&shard, 0, 2), None);
+        assert_eq!(material_target(&shard, 0, 1), Some(4.0));
+    }
 }
 
 mod auxiliary {
