@@ -786,6 +786,41 @@ fn pretraining_refuses_missing_empty_and_other_game_shards() {
     let _ = fs::remove_dir_all(&tmp);
 }
 
+/// Pretraining shards of the game under another rule set than the run's are trained on, and a
+/// warning names them and both rule sets; shards of the run's own rules raise none.
+#[test]
+fn pretraining_on_another_rule_sets_shards_warns() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = std::env::temp_dir().join(format!("xqz-pretrain-rules-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let simple = RunPaths::under(&tmp.join("simple"));
+    let mut c = tiny();
+    c.rules = Some("simple".into());
+    let mut run = TrainingRun::create(c.check().unwrap(), simple.clone()).unwrap();
+    run.run(Some(1), &mut NoObserver).unwrap();
+    drop(run);
+    let pretrain = |dir: &str, rules: &str| {
+        let mut c = tiny();
+        c.rules = Some(rules.into());
+        c.run.pretrain_shards = simple.shards.to_str().unwrap().to_string();
+        c.run.pretrain_steps = 2;
+        let paths = RunPaths::under(&tmp.join(dir));
+        let mut run = TrainingRun::create(c.check().unwrap(), paths).unwrap();
+        let mut reports = Reports::default();
+        run.run(Some(1), &mut reports).unwrap();
+        assert!(run.trainer().step_count() > 2, "{dir}: no training after the pretraining");
+        reports.1
+    };
+    let warnings = pretrain("asian", "asian");
+    let named = |w: &String| {
+        w.contains("1 of the 1 shards") && w.contains("'simple'") && w.contains("'asian'")
+    };
+    assert!(warnings.iter().any(|w| named(w) && w.contains("shard-000001.npz")), "{warnings:?}");
+    let warnings = pretrain("same", "simple");
+    assert!(!warnings.iter().any(|w| w.contains("rules")), "{warnings:?}");
+    let _ = fs::remove_dir_all(&tmp);
+}
+
 /// A run whose net takes the tactical feature planes plays, trains and resumes, its
 /// checkpoints record encoding version 2, shards written by a run without them pretrain it
 /// (the planes come from the stored board), and a janggi run takes its own.

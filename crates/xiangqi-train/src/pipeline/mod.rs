@@ -298,6 +298,7 @@ impl TrainingRun {
             Some(pretrain::read_pretrain_set(
                 &config.run().pretrain_shards,
                 config.selfplay().game,
+                play::rules_code_of(config.selfplay())?,
                 config.run().train_ratio,
                 config.run().batch_size,
                 config.run().pretrain_steps,

@@ -113,11 +113,7 @@ impl TrainingRun {
 
     /// The shard code of the run's rule set.
     pub(super) fn rules_code(&self) -> Result<u8, PipelineError> {
-        let sp = self.config.selfplay();
-        Ok(match sp.game {
-            GameKind::Xiangqi => Game::rules_code(sp.rules_for::<Game>()?),
-            GameKind::Janggi => janggi::Game::rules_code(sp.rules_for::<janggi::Game>()?),
-        })
+        rules_code_of(self.config.selfplay())
     }
 
     /// [`TrainingRun::play_iteration_games`] for the run's game `G`.
@@ -212,4 +208,12 @@ impl TrainingRun {
         };
         Ok(Some(PlayedGames { shard, report, resign_counts: calibration, pgn }))
     }
+}
+
+/// The shard code of the rule set `sp` plays ([`GameRules::rules_code`]).
+pub(super) fn rules_code_of(sp: &SelfPlayConfig) -> Result<u8, PipelineError> {
+    Ok(match sp.game {
+        GameKind::Xiangqi => Game::rules_code(sp.rules_for::<Game>()?),
+        GameKind::Janggi => janggi::Game::rules_code(sp.rules_for::<janggi::Game>()?),
+    })
 }

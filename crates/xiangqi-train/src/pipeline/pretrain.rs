@@ -63,7 +63,8 @@ fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
 /// Reads the pretraining shards at `source` (a directory of `*.npz` or one shard file); the
 /// fingerprint hashes their names and contents.
 /// Unreadable shards are passed over, each named in `warnings`; shards of another game are
-/// refused.
+/// refused; shards of the game under another rule set than `rules` (the run's shard code) are
+/// kept, and `warnings` names them: their results are those the other rules gave.
 ///
 /// # Errors
 /// [`PipelineError::Pretrain`]: no such path, an unreadable directory, no readable shard, no
@@ -71,6 +72,7 @@ fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
 pub(super) fn read_pretrain_set(
     source: &str,
     game: xiangqi_search::GameKind,
+    rules: u8,
     train_ratio: f64,
     batch_size: usize,
     steps: u64,
@@ -96,6 +98,8 @@ pub(super) fn read_pretrain_set(
     let (mut shards, mut games) = (0u64, 0u64);
     // The files of the shards in `window`, in the order pushed.
     let mut pushed: Vec<PathBuf> = Vec::new();
+    // The shards of another rule set, with its code.
+    let mut other_rules: Vec<(&PathBuf, u8)> = Vec::new();
     for file in &files {
         let bytes = match std::fs::read(file) {
             Ok(b) => b,
@@ -120,6 +124,9 @@ pub(super) fn read_pretrain_set(
                 path: file.clone(),
                 reason: format!("it holds {} samples; this run plays {game}", shard.game),
             });
+        }
+        if shard.rules != rules {
+            other_rules.push((file, shard.rules));
         }
         if window.samples + shard.len() > MAX_WINDOW_SAMPLES {
             return Err(fail(format!(
@@ -148,6 +155,17 @@ pub(super) fn read_pretrain_set(
         } else {
             "the shards hold no sample".into()
         }));
+    }
+    if let Some(&(first, theirs)) = other_rules.first() {
+        let name = |code: u8| game.rule_name(code).unwrap_or("unknown");
+        warnings.push(format!(
+            "pretraining: {} of the {shards} shards hold {game} games played under the '{}' rules              ({}{}), and this run plays '{}': they are trained on, their results as those rules              decided them",
+            other_rules.len(),
+            name(theirs),
+            first.display(),
+            if other_rules.len() > 1 { " and others" } else { "" },
+            name(rules)
+        ));
     }
     let planned_steps = if steps > 0 {
         steps
@@ -219,6 +237,7 @@ impl TrainingRun {
                 let set = read_pretrain_set(
                     &source,
                     self.config.selfplay().game,
+                    self.rules_code()?,
                     r.train_ratio,
                     r.batch_size,
                     r.pretrain_steps,
