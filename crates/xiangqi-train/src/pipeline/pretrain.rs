@@ -159,7 +159,9 @@ pub(super) fn read_pretrain_set(
     if let Some(&(first, theirs)) = other_rules.first() {
         let name = |code: u8| game.rule_name(code).unwrap_or("unknown");
         warnings.push(format!(
-            "pretraining: {} of the {shards} shards hold {game} games played under the '{}' rules              ({}{}), and this run plays '{}': they are trained on, their results as those rules              decided them",
+            "pretraining: {} of the {shards} shards hold {game} games played under the '{}' rules \
+             ({}{}), and this run plays '{}': they are trained on, their results as those rules \
+             decided them",
             other_rules.len(),
             name(theirs),
             first.display(),
