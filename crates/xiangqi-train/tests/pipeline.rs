@@ -813,7 +813,9 @@ fn pretraining_on_another_rule_sets_shards_warns() {
     };
     let warnings = pretrain("asian", "asian");
     let named = |w: &String| {
-        w.contains("1 of the 1 shards") && w.contains("'simple'") && w.contains("'asian'")
+        w.contains("1 of the 1 shards")
+            && w.contains("'simple'")
+            && w.contains("'asian'")
             && !w.contains("  ")
     };
     assert!(warnings.iter().any(|w| named(w) && w.contains("shard-000001.npz")), "{warnings:?}");
