@@ -813,7 +813,7 @@ fn pretraining_on_another_rule_sets_shards_warns() {
     };
     let warnings = pretrain("asian", "asian");
     let named = |w: &String| {
-        w.contains("1 of the 1 shards")
+        w.contains("the one shard holds xiangqi games")
             && w.contains("'simple'")
             && w.contains("'asian'")
             && !w.contains("  ")

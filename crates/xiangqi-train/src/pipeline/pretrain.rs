@@ -158,11 +158,14 @@ pub(super) fn read_pretrain_set(
     }
     if let Some(&(first, theirs)) = other_rules.first() {
         let name = |code: u8| game.rule_name(code).unwrap_or("unknown");
+        let which = match (other_rules.len(), shards) {
+            (1, 1) => "the one shard holds".to_string(),
+            (n, all) if n as u64 == all => format!("all {all} shards hold"),
+            (n, all) => format!("{n} of the {all} shards hold"),
+        };
         warnings.push(format!(
-            "pretraining: {} of the {shards} shards hold {game} games played under the '{}' rules \
-             ({}{}), and this run plays '{}': they are trained on, their results as those rules \
-             decided them",
-            other_rules.len(),
+            "pretraining: {which} {game} games played under the '{}' rules ({}{}), and this run \
+             plays '{}': they are trained on, their results as those rules decided them",
             name(theirs),
             first.display(),
             if other_rules.len() > 1 { " and others" } else { "" },
