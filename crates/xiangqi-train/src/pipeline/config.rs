@@ -21,7 +21,7 @@ pub struct LoopConfig {
     /// stopped and resumed starts the next iteration's games afresh (the resumed run is then not
     /// the uninterrupted one, game for game). `false`: each iteration plays its games from start
     /// to end with its own network (and the key is not written).
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_default")]
     pub continuous_selfplay: bool,
     /// The CPU kernels' arithmetic for self-play and the arena's games: `"f32"` (the default;
     /// the key is not written), `"bf16"`, the input convolution and the residual tower in
@@ -66,7 +66,7 @@ pub struct LoopConfig {
     /// Targets", docs/KataGoMethods.md) for the material part of the value. At most 1,000.
     /// (0 is not written, so that configs of runs without it stay readable by earlier
     /// versions.)
-    #[serde(skip_serializing_if = "is_zero_u32")]
+    #[serde(skip_serializing_if = "is_default")]
     pub material_plies: u32,
     /// Weight in the value loss of samples from cheap searches (playout cap randomization);
     /// KataGo gives them 0 (`cheapSearchTargetWeight`). Full-search samples weigh 1.
@@ -78,7 +78,7 @@ pub struct LoopConfig {
     /// often as uniformly (`s̄` the shard's mean); cheap searches and samples of unknown
     /// surprise are drawn uniformly. 0 = off: every sample is drawn uniformly (and the key is
     /// not written, so that configs of runs without it stay readable by earlier versions).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "is_default")]
     pub policy_surprise_weight: f64,
     /// The horizon `h` of the short-term value target (for a network with
     /// `network.short_term_value`), in plies: the search's root values of the sample's
@@ -116,7 +116,7 @@ pub struct LoopConfig {
     /// resumes), the first checkpoint written at or after it: the nets at 30, 60, 90, …
     /// minutes, to play against fixed opponents afterwards (what more training buys). 0 = none
     /// (then not written, so that configs of runs without it stay readable by earlier versions).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "is_default")]
     pub keep_every_minutes: f64,
     /// Run the arena every this many iterations; 0 never.
     pub arena_every: u64,
@@ -227,16 +227,10 @@ impl Default for LoopConfig {
     }
 }
 
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
-}
-
-fn is_zero_u32(x: &u32) -> bool {
-    *x == 0
-}
-
-fn is_false(x: &bool) -> bool {
-    !*x
+/// Whether a key holds its type's default (0, `false`): such keys are not written, so that the
+/// configs of runs without them stay readable by earlier versions.
+fn is_default<T: Default + PartialEq>(x: &T) -> bool {
+    *x == T::default()
 }
 
 /// The most games an iteration may play.
