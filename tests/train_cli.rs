@@ -1363,3 +1363,52 @@ fn the_start_line_names_the_precision_self_play_computes_in() {
     }
     let _ = fs::remove_file(&auto);
 }
+
+/// A `--resume` that changes settings names each changed key with its old and new value (here
+/// a key the first sitting did not set), and one without changes says nothing of the kind; the
+/// start line names where the config came from. `loop.material_plies` with
+/// `loop.material_weight = 0` (tiny.toml's) warns that it trains nothing.
+#[test]
+fn a_resume_names_the_settings_it_changes() {
+    let text = fs::read_to_string(tiny())
+        .unwrap()
+        .replace("max_steps = 600", "max_steps = 600\nmaterial_plies = 4");
+    assert!(text.contains("material_plies = 4"), "tiny.toml changed: no max_steps = 600 line");
+    let changed = std::env::temp_dir().join(format!("xqz-tiny-plies-{}.toml", std::process::id()));
+    fs::write(&changed, text).unwrap();
+    let dir = run_dir("resume-changes");
+    let out = train(&dir, &["--config", tiny().to_str().unwrap(), "--iterations", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let start = |o: &Output| {
+        stderr(o)
+            .lines()
+            .find(|l| l.starts_with("xqz train: run"))
+            .expect("a start line")
+            .to_string()
+    };
+    assert!(start(&out).contains("tiny.toml)"), "{}", start(&out));
+    assert!(!stderr(&out).contains("material_plies"), "{}", stderr(&out));
+
+    // The run's own config: nothing changed.
+    let out = train(&dir, &["--resume", "--iterations", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("resuming with"), "{}", stderr(&out));
+    let own = dir.join("config.toml");
+    assert!(start(&out).contains(&format!("(config: {})", own.display())), "{}", start(&out));
+
+    let out =
+        train(&dir, &["--resume", "--config", changed.to_str().unwrap(), "--iterations", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = stderr(&out);
+    assert!(
+        log.contains(&format!(
+            "resuming with 1 setting changed from the run's last config ({}):\n  loop.material_plies: (not set) -> 4\n",
+            own.display()
+        )),
+        "{log}"
+    );
+    assert!(log.contains("warning: loop.material_plies = 4 trains nothing"), "{log}");
+    assert!(fs::read_to_string(&own).unwrap().contains("material_plies = 4"));
+    let _ = fs::remove_dir_all(&dir);
+    let _ = fs::remove_file(changed);
+}

@@ -162,6 +162,46 @@ pub fn load_checked(path: &Path) -> anyhow::Result<CheckedRunConfig> {
     check(load(path)?, &path.display().to_string())
 }
 
+/// The settings that differ between two configs given as TOML text, such as a run's last
+/// resolved `config.toml` and the config a `--resume` runs with: one `section.key: old -> new`
+/// per key, sorted by key. A key absent from one side (the keys written only when set) reads
+/// `(not set)` there.
+///
+/// # Errors
+/// If either text is not TOML (`old_origin` names the first in the message).
+pub fn changes(old: &str, old_origin: &str, new: &str) -> anyhow::Result<Vec<String>> {
+    let old: toml::Table = old.parse().with_context(|| format!("{old_origin}: not TOML"))?;
+    let new: toml::Table = new.parse().context("the new config: not TOML")?;
+    let (mut before, mut after) = (Default::default(), Default::default());
+    flatten("", &old, &mut before);
+    flatten("", &new, &mut after);
+    let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let show =
+        |v: Option<&toml::Value>| v.map_or_else(|| "(not set)".to_string(), toml::Value::to_string);
+    Ok(keys
+        .into_iter()
+        .filter(|k| before.get(*k) != after.get(*k))
+        .map(|k| format!("{k}: {} -> {}", show(before.get(k)), show(after.get(k))))
+        .collect())
+}
+
+/// Every value of `table` under its dotted key (`loop.material_plies`), tables opened.
+fn flatten(
+    prefix: &str,
+    table: &toml::Table,
+    out: &mut std::collections::BTreeMap<String, toml::Value>,
+) {
+    for (key, value) in table {
+        let key = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        match value {
+            toml::Value::Table(t) => flatten(&key, t, out),
+            v => {
+                out.insert(key, v.clone());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +291,25 @@ mod tests {
             }
         }
         assert!(n >= 1, "no config in {}", dir.display());
+    }
+
+    /// The changes between two configs are the keys whose values differ, by hand: a changed
+    /// number, a key only one side sets, a changed string in a section; equal keys and key
+    /// order do not count.
+    #[test]
+    fn changes_name_each_key_that_differs() {
+        let old = "game = \"xiangqi\"\n[loop]\nmax_hours = 1.0\nbatch_size = 256\n[search]\nalgorithm = \"gumbel\"\n";
+        let new = "game = \"xiangqi\"\n[search]\nalgorithm = \"puct\"\n[loop]\nbatch_size = 256\nmax_hours = 2.0\nmaterial_plies = 8\n";
+        assert_eq!(
+            changes(old, "run/config.toml", new).unwrap(),
+            [
+                "loop.material_plies: (not set) -> 8",
+                "loop.max_hours: 1.0 -> 2.0",
+                "search.algorithm: \"gumbel\" -> \"puct\"",
+            ]
+        );
+        assert!(changes(new, "x", new).unwrap().is_empty());
+        let e = changes("[loop\n", "run/config.toml", new).unwrap_err().to_string();
+        assert!(e.contains("run/config.toml"), "{e}");
     }
 }

@@ -185,10 +185,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     for (path, reason) in training.skipped() {
         errln!("warning: passed over {}: {reason}", path.display());
     }
+    let resolved = crate::config::to_toml(&config)?;
     if args.resume {
         drop_replayed_rows(&run_dir, &training)?;
+        report_config_changes(&run_dir.join("config.toml"), &resolved);
     }
-    write_atomically(&run_dir.join("config.toml"), crate::config::to_toml(&config)?.as_bytes())?;
+    write_atomically(&run_dir.join("config.toml"), resolved.as_bytes())?;
     if let Some(store) = store {
         let location = store.location().to_string();
         training.attach_store(store)?;
@@ -219,6 +221,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             config.training().learning_rate
         );
     }
+    if config.run().material_plies > 0 && config.run().material_weight == 0.0 {
+        errln!(
+            "warning: loop.material_plies = {} trains nothing while loop.material_weight is 0; \
+             only the held-out material loss reads it",
+            config.run().material_plies
+        );
+    }
     let deadline = args.hours.map(|h| started + Duration::from_secs_f64(h * 3600.0));
     let mut observer =
         CliObserver::new(&run_dir, stop, args.quiet, &config, deadline, training.elapsed())?;
@@ -226,7 +235,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // AVX-512 BF16).
     let precision = training.selfplay_precision()?;
     errln!(
-        "xqz train: run '{}' in {} on device {}, self-play network in {precision} ({} iteration{} done, {} steps); TensorBoard: tensorboard --logdir {}",
+        "xqz train: run '{}' in {} (config: {origin}) on device {}, self-play network in {precision} ({} iteration{} done, {} steps); TensorBoard: tensorboard --logdir {}",
         name,
         run_dir.display(),
         config.run().device,
@@ -239,6 +248,37 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     observer.finish();
     report_end(args, &config, &training, &observer, reason, &paths, &run_dir);
     Ok(ExitCode::SUCCESS)
+}
+
+/// On `--resume`: names each setting of `resolved` (the config this sitting runs with) that
+/// differs from the run's last resolved config at `previous`, so that a changed key (one that
+/// changes what the targets or the held-out losses mean, say) is not taken silently. Says nothing
+/// where nothing changed or there is no earlier config; a file that cannot be read or compared
+/// is a warning, and the run goes on.
+fn report_config_changes(previous: &Path, resolved: &str) {
+    let old = match fs::read_to_string(previous) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => {
+            errln!("warning: cannot read {} to compare the configs: {e}", previous.display());
+            return;
+        }
+    };
+    match crate::config::changes(&old, &previous.display().to_string(), resolved) {
+        Ok(changes) if changes.is_empty() => {}
+        Ok(changes) => {
+            errln!(
+                "xqz train: resuming with {} setting{} changed from the run's last config ({}):",
+                changes.len(),
+                if changes.len() == 1 { "" } else { "s" },
+                previous.display()
+            );
+            for change in changes {
+                errln!("  {change}");
+            }
+        }
+        Err(e) => errln!("warning: cannot compare the configs: {e:#}"),
+    }
 }
 
 /// The command line's overrides of the config: `--device`, `--pretrain`, `--pretrain-steps`;
