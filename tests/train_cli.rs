@@ -514,8 +514,9 @@ fn manifest_counter(ckpt: &Path, name: &str) -> u64 {
 /// The "N iterations done" figure of the start line of `xqz train`.
 fn iterations_done(log: &str) -> u64 {
     let line = log.lines().find(|l| l.starts_with("xqz train: run")).expect("a start line");
-    let (_, rest) = line.split_once(" (").unwrap();
-    rest.split_whitespace().next().unwrap().parse().unwrap()
+    // "... self-play network in f32 (N iterations done, ...": the number before " iteration".
+    let (head, _) = line.split_once(" iteration").expect("an iteration count");
+    head.rsplit('(').next().unwrap().parse().unwrap()
 }
 
 #[test]
