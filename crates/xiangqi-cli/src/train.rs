@@ -9,7 +9,7 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `config.toml` | the resolved config (every key) |
+//! | `config.toml` | the resolved config (every key; the few keys that are off by default only when set) |
 //! | `checkpoints/ckpt-NNNNNN/` | checkpoints after N iterations (`ckpt-000000` = the initial net) |
 //! | `shards/shard-NNNNNN.npz` | the replay shards of each iteration |
 //! | `tensorboard/` | TensorBoard event files (`tensorboard --logdir runs/NAME/tensorboard`) |
@@ -264,7 +264,15 @@ fn report_config_changes(previous: &Path, resolved: &str) {
             return;
         }
     };
-    match crate::config::changes(&old, &previous.display().to_string(), resolved) {
+    // The old file is read through the same reader and writer as the new config, so that keys
+    // an earlier version did not write compare at their defaults, not as changes. A file this
+    // version cannot read as a config is compared as it is.
+    let origin = previous.display().to_string();
+    let old = crate::config::parse(&old, &origin)
+        .ok()
+        .and_then(|c| toml::to_string(&c).ok())
+        .unwrap_or(old);
+    match crate::config::changes(&old, &origin, resolved) {
         Ok(changes) if changes.is_empty() => {}
         Ok(changes) => {
             errln!(
